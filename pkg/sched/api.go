@@ -1,0 +1,92 @@
+package sched
+
+import (
+	"time"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Snapshot is the cluster state a decision is made on. Schedule never
+// mutates it or anything it points to.
+type Snapshot struct {
+	Index  uint64                                // Raft index the snapshot was taken at
+	Nodes  []*structs.Node                       // every known node
+	Pools  []*structs.Pool                       // project pools; the public pool is implicit
+	Quotas map[structs.Scope]structs.ResourceList // public-pool limits per scope
+	Usage  map[structs.Scope]structs.ResourceList // quota charged now per scope
+	Jobs   map[structs.JobID]*structs.Job         // every job that has not ended
+	Tasks  []*structs.Task                       // tasks that hold resources (Scheduled, Running, Stopping)
+	// Reservations made by earlier plans (preemptors waiting for victims to
+	// stop, the oldest blocked gang per pool).
+	Reservations []Reservation
+}
+
+// Input is what to decide about.
+type Input struct {
+	// Pending lists jobs that want replicas placed: Pending jobs, and
+	// services with fewer live tasks than replicas. Order does not matter.
+	Pending []*structs.Job
+	Now     time.Time
+	Seed    uint64 // tie-break seed, e.g. snapshot index; same seed, same plan
+}
+
+// Plan is a scheduling decision. The caller commits it through Raft; the
+// state machine re-checks capacity and quota when it applies it.
+type Plan struct {
+	Index        uint64
+	Placements   []Placement
+	Preemptions  []Preemption
+	Reservations []Reservation // the complete set to hold after this plan
+	Timeouts     []Timeout
+	Pending      map[structs.JobID]*Why // why each still-pending job did not place
+}
+
+// Placement places replicas of one job, all in one pool.
+type Placement struct {
+	Job   structs.JobID
+	Shape int // 0 = the job's own shape, i = Fallbacks[i-1]
+	Pool  structs.PoolID
+	Tasks []TaskPlacement
+	// Charge is the job's quota charge after this placement: nil when the
+	// job holds no quota (placed in a project pool, or high/low priority).
+	Charge structs.ResourceList
+}
+
+// TaskPlacement puts one replica on one node.
+type TaskPlacement struct {
+	Index     int
+	Node      structs.NodeID
+	Resources structs.Resources // allocated: accelerator replicas get their bound CPU and memory
+	Accels    structs.AccelMask
+}
+
+// Preemption evicts a whole low-priority job to make room for Preemptor.
+type Preemption struct {
+	Victim    structs.JobID
+	Preemptor structs.JobID
+	Tasks     []structs.TaskID
+}
+
+// Reservation holds resources on a node for one job: nobody else may use
+// them until the job is placed, ends or the reservation is dropped.
+type Reservation struct {
+	Job       structs.JobID
+	Node      structs.NodeID
+	Resources structs.Resources
+	Kind      ReservationKind
+}
+
+// ReservationKind says why a reservation exists.
+type ReservationKind string
+
+const (
+	ReservePreemption ReservationKind = "preemption" // freed by victims for the preemptor
+	ReserveGang       ReservationKind = "gang"       // oldest blocked gang in its pool
+)
+
+// Timeout ends a job that stayed pending past its pendingTimeout.
+type Timeout struct {
+	Job    structs.JobID
+	Reason string // structs.ReasonPendingTimeout
+	Why    *Why   // the last why-pending reason, kept in the final status
+}

@@ -1,0 +1,114 @@
+package sched
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Why explains, as data, why a job is not placed. Counts are over the nodes
+// of the clusters and pools the job may use.
+type Why struct {
+	// NeverFits is true when the job cannot fit even on empty nodes ("can
+	// never fit"), false when it does not fit now.
+	NeverFits bool   `json:"neverFits"`
+	Message   string `json:"message"` // one line for people
+	// Quota is set when public quota stops a shape from running.
+	Quota *QuotaShortfall `json:"quota,omitempty"`
+	// Nodes is how many nodes were considered.
+	Nodes int `json:"nodes"`
+	// Filtered counts nodes rejected by each reason ("selector fabric=ib",
+	// "taint maint=true:NoSchedule", "accelerator type B", "not ready").
+	Filtered []Count `json:"filtered,omitempty"`
+	// Fragmentation is set when enough accelerators are free in total but
+	// not enough on nodes where a replica needs them.
+	Fragmentation *Fragmentation `json:"fragmentation,omitempty"`
+	// Gang is set for gangs: how many replicas fit now of how many needed.
+	Gang *GangShortfall `json:"gang,omitempty"`
+	// Reserved names jobs whose reservations keep this one off nodes.
+	Waiting string `json:"waiting,omitempty"`
+}
+
+// Count is a number of nodes rejected for one reason.
+type Count struct {
+	Reason string `json:"reason"`
+	Nodes  int    `json:"nodes"`
+}
+
+// QuotaShortfall is what a quota check found.
+type QuotaShortfall struct {
+	Scope structs.Scope       `json:"scope"`
+	Key   structs.ResourceKey `json:"key"`
+	Asked int64               `json:"asked"`
+	Used  int64               `json:"used"`
+	Limit int64               `json:"limit"`
+}
+
+func (q *QuotaShortfall) String() string {
+	return fmt.Sprintf("quota exceeded for %s: %s quota %s, in use %s, requested %s",
+		q.Scope, q.Key, formatKey(q.Key, q.Limit), formatKey(q.Key, q.Used), formatKey(q.Key, q.Asked))
+}
+
+// Fragmentation: Nodes nodes have Free accelerators of the type free each
+// at most, Needed are needed on one node.
+type Fragmentation struct {
+	AccelType string `json:"accelType"`
+	Nodes     int    `json:"nodes"`  // nodes with some free
+	MaxFree   int64  `json:"maxFree"` // most free on one node
+	TotalFree int64  `json:"totalFree"`
+	Needed    int64  `json:"needed"` // per replica
+}
+
+// GangShortfall: Fit of Needed replicas fit now.
+type GangShortfall struct {
+	Needed int `json:"needed"`
+	Fit    int `json:"fit"`
+}
+
+func formatKey(k structs.ResourceKey, v int64) string {
+	switch k {
+	case structs.KeyCPU:
+		return structs.FormatMilliCPU(v)
+	case structs.KeyMemory:
+		return structs.FormatBytes(v)
+	}
+	return fmt.Sprintf("%d", v)
+}
+
+// render builds w.Message from its fields.
+func (w *Why) render(prefix string) {
+	var parts []string
+	if prefix != "" {
+		parts = append(parts, prefix)
+	}
+	if w.Quota != nil {
+		parts = append(parts, w.Quota.String())
+	}
+	if w.Gang != nil {
+		parts = append(parts, fmt.Sprintf("gang needs %d replicas, %d fit", w.Gang.Needed, w.Gang.Fit))
+	}
+	if w.Fragmentation != nil {
+		f := w.Fragmentation
+		parts = append(parts, fmt.Sprintf("%d nodes have free %s (at most %d on one node, %d in all), %d needed on one node",
+			f.Nodes, f.AccelType, f.MaxFree, f.TotalFree, f.Needed))
+	}
+	sort.SliceStable(w.Filtered, func(i, j int) bool {
+		if w.Filtered[i].Nodes != w.Filtered[j].Nodes {
+			return w.Filtered[i].Nodes > w.Filtered[j].Nodes
+		}
+		return w.Filtered[i].Reason < w.Filtered[j].Reason
+	})
+	if len(w.Filtered) > 0 {
+		var f []string
+		for _, c := range w.Filtered {
+			f = append(f, fmt.Sprintf("%d %s", c.Nodes, c.Reason))
+		}
+		parts = append(parts, fmt.Sprintf("0/%d nodes fit: %s", w.Nodes, strings.Join(f, ", ")))
+	}
+	if w.Waiting != "" {
+		parts = append(parts, w.Waiting)
+	}
+	w.Message = strings.Join(parts, "; ")
+}

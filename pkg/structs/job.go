@@ -1,0 +1,182 @@
+package structs
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// JobKind is what a job runs. Plugins may add kinds.
+type JobKind string
+
+const (
+	KindMPI     JobKind = "mpi"     // gang: replica 0 launches mpirun across all
+	KindSpark   JobKind = "spark"   // gang: driver + minimum executors
+	KindService JobKind = "service" // long-running replicas; minAvailable first
+	KindCommand JobKind = "command" // plain command; a gang when replicas > 1
+)
+
+// IsGang reports whether a job of this kind with n replicas must start all
+// replicas together or none.
+func (k JobKind) IsGang(replicas int) bool {
+	switch k {
+	case KindService:
+		return false
+	case KindMPI, KindSpark:
+		return true
+	}
+	return replicas > 1
+}
+
+// JobState is a job's lifecycle state.
+//
+//	Pending ──place──▶ Scheduled ──all started──▶ Running ──▶ Succeeded | Failed
+//	   ▲                   │                        │
+//	   └──── preempted ────┴────────────────────────┘      any ──cancel──▶ Cancelled
+//	Pending ──pendingTimeout──▶ Failed (reason PendingTimeout)
+type JobState string
+
+const (
+	JobPending   JobState = "Pending"
+	JobScheduled JobState = "Scheduled"
+	JobRunning   JobState = "Running"
+	JobSucceeded JobState = "Succeeded"
+	JobFailed    JobState = "Failed"
+	JobCancelled JobState = "Cancelled"
+)
+
+// Ended reports whether s is terminal.
+func (s JobState) Ended() bool { return s == JobSucceeded || s == JobFailed || s == JobCancelled }
+
+// Reasons recorded with state changes that programs branch on.
+const (
+	ReasonPendingTimeout = "PendingTimeout"
+	ReasonPreempted      = "Preempted"
+	ReasonTooManyPreempt = "PreemptionLimit"
+)
+
+// RestartPolicy says what happens when a replica ends or is lost.
+type RestartPolicy string
+
+const (
+	RestartNever     RestartPolicy = "Never"
+	RestartOnFailure RestartPolicy = "OnFailure"
+	RestartAlways    RestartPolicy = "Always" // services
+)
+
+// Shape is one way to run a job: a replica count and per-replica resources.
+// A job's own Replicas/Resources are shape 0; Fallbacks are shapes 1..n.
+type Shape struct {
+	Replicas  int       `json:"replicas"`
+	Resources Resources `json:"resources"`
+}
+
+// Affinity constrains where a job's replicas go relative to each other and to
+// other jobs (matched by label selectors over job labels).
+type Affinity struct {
+	// SpreadReplicas puts at most one replica per node (replica anti-affinity).
+	SpreadReplicas bool `json:"spreadReplicas,omitempty"`
+	// WithJobs: every replica must share a node with a task of a job whose
+	// labels match one of these selectors.
+	WithJobs []string `json:"withJobs,omitempty"`
+	// AwayFromJobs: no replica may share a node with a task of a matching job.
+	AwayFromJobs []string `json:"awayFromJobs,omitempty"`
+}
+
+// Job is an accepted job: its request and its scheduling status.
+type Job struct {
+	ID       JobID             `json:"id"`
+	Name     string            `json:"name"`
+	Kind     JobKind           `json:"kind"`
+	Owner    UserID            `json:"owner"`
+	Project  ProjectID         `json:"project,omitempty"`
+	Priority Priority          `json:"priority"`
+	Labels   map[string]string `json:"labels,omitempty"`
+
+	Replicas     int       `json:"replicas"`
+	MinAvailable int       `json:"minAvailable,omitempty"` // services: place once this many fit
+	Resources    Resources `json:"resources"`              // per replica
+
+	Cluster     ClusterID            `json:"cluster,omitempty"`  // pin to one cluster
+	NodeName    NodeID               `json:"nodeName,omitempty"` // pin to one node
+	Selector    string               `json:"selector,omitempty"` // label selector over node tags
+	Tolerations []corev1.Toleration  `json:"tolerations,omitempty"`
+	Affinity    Affinity             `json:"affinity,omitempty"`
+	Fallbacks   []Shape              `json:"fallbacks,omitempty"`
+	DowngradeAfter time.Duration     `json:"downgradeAfter,omitempty"`
+	PendingTimeout time.Duration     `json:"pendingTimeout,omitempty"` // 0 = DefaultPendingTimeout
+	RestartPolicy  RestartPolicy     `json:"restartPolicy,omitempty"`
+	MaxPreemptions int               `json:"maxPreemptions,omitempty"` // 0 = DefaultMaxPreemptions
+	Datasets       []string          `json:"datasets,omitempty"`
+
+	// Status, written only through the coordinator's state machine.
+	State        JobState     `json:"state"`
+	Reason       string       `json:"reason,omitempty"`
+	SubmitTime   time.Time    `json:"submitTime"`
+	PendingSince time.Time    `json:"pendingSince"`
+	Attempt      int          `json:"attempt"`
+	Preemptions  int          `json:"preemptions,omitempty"`
+	Shape        int          `json:"shape"` // index of the shape it runs (or last ran) with
+	ChargedScope Scope        `json:"chargedScope,omitempty"`
+	Charged      ResourceList `json:"charged,omitempty"` // quota held now; empty when none
+	// PoolOnly is set when a normal job was accepted without public quota
+	// because its project has a pool: it may run only in that pool.
+	PoolOnly bool `json:"poolOnly,omitempty"`
+}
+
+// Defaults applied when a job leaves them unset.
+const (
+	DefaultPendingTimeout = 30 * time.Minute
+	DefaultMaxPreemptions = 10
+)
+
+// Timeout returns the job's pending timeout with the default applied.
+func (j *Job) Timeout() time.Duration {
+	if j.PendingTimeout > 0 {
+		return j.PendingTimeout
+	}
+	return DefaultPendingTimeout
+}
+
+// IsGang reports whether the job places all replicas together or none.
+func (j *Job) IsGang() bool { return j.Kind.IsGang(j.Replicas) }
+
+// ShapeAt returns shape i: 0 is the job's own, i>0 is Fallbacks[i-1].
+func (j *Job) ShapeAt(i int) Shape {
+	if i == 0 {
+		return Shape{Replicas: j.Replicas, Resources: j.Resources}
+	}
+	return j.Fallbacks[i-1]
+}
+
+// NumShapes returns 1 + len(Fallbacks).
+func (j *Job) NumShapes() int { return 1 + len(j.Fallbacks) }
+
+// ChargeScope returns the scope a normal job is charged to in the public
+// pool: its project's if it names one, else its owner's.
+func (j *Job) ChargeScope() Scope {
+	if j.Project != "" {
+		return ProjectScope(j.Project)
+	}
+	return UserScope(j.Owner)
+}
+
+// Charge returns the quota a shape of this job charges: accelerators by type
+// for accelerator jobs; cpu and memory for CPU jobs; devices for edge jobs.
+func Charge(s Shape) ResourceList {
+	n := int64(s.Replicas)
+	r := s.Resources
+	l := ResourceList{}
+	switch {
+	case r.Accels > 0:
+		l[GPUKey(r.AccelType)] = n * r.Accels
+	case len(r.Devices) > 0:
+		for t, c := range r.Devices {
+			l[DeviceKey(t)] = n * c
+		}
+	default:
+		l[KeyCPU] = n * r.MilliCPU
+		l[KeyMemory] = n * r.Memory
+	}
+	return l
+}

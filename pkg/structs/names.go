@@ -1,0 +1,34 @@
+package structs
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// validName reports whether s is a valid type name (accelerator or device
+// type): 1 to 63 characters of letters, digits, '-', '_' or '.', starting and
+// ending with a letter or digit (a Kubernetes label value).
+func validName(s string) bool {
+	return s != "" && len(validation.IsValidLabelValue(s)) == 0
+}
+
+// ValidateTypeName returns an error naming field if s is not a valid
+// accelerator or device type name.
+func ValidateTypeName(field, s string) error {
+	if !validName(s) {
+		return fmt.Errorf("%s %q is not allowed: use 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", field, s)
+	}
+	return nil
+}
+
+// ValidateObjectName returns an error naming field if s is not a DNS-1123
+// label (lowercase letters, digits and '-', at most 63 characters), the
+// form Kubernetes requires of the names atom derives objects from.
+func ValidateObjectName(field, s string) error {
+	if errs := validation.IsDNS1123Label(s); len(errs) > 0 {
+		return fmt.Errorf("%s %q is not allowed: %s", field, s, strings.Join(errs, "; "))
+	}
+	return nil
+}

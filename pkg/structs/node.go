@@ -1,0 +1,75 @@
+package structs
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// NodeState is a node's schedulability.
+type NodeState string
+
+const (
+	NodeReady       NodeState = "ready"       // takes new tasks
+	NodeNotReady    NodeState = "not-ready"   // agent or kubelet silent; no new tasks
+	NodeDraining    NodeState = "draining"    // running tasks stay; no new tasks
+	NodeQuarantined NodeState = "quarantined" // failed a health check; no new tasks
+)
+
+// MaxAccelsPerNode bounds accelerators on one node (a 64-bit mask tracks them).
+const MaxAccelsPerNode = 64
+
+// Node is one machine's capacity and placement attributes.
+//
+// On an accelerator node CPU and memory are bound to the accelerators: each
+// accelerator carries MilliCPUPerAccel and MemoryPerAccel (by default the
+// node's capacity divided by its accelerator count). A node carries at most
+// one accelerator type.
+type Node struct {
+	Name    NodeID    `json:"name"`
+	Cluster ClusterID `json:"cluster,omitempty"`
+	Pool    PoolID    `json:"pool,omitempty"` // "" or "public" = the public pool
+	State   NodeState `json:"state"`
+
+	Capacity Resources `json:"capacity"`
+	// Per-accelerator binding; zero means capacity / accelerator count.
+	MilliCPUPerAccel int64 `json:"milliCPUPerAccel,omitempty"`
+	MemoryPerAccel   int64 `json:"memoryPerAccel,omitempty"`
+	// QuarantinedAccels lists accelerator indices that failed a health check.
+	QuarantinedAccels []int `json:"quarantinedAccels,omitempty"`
+
+	Tags   map[string]string `json:"tags,omitempty"` // labels; a bare tag "A100" is key "A100" with value ""
+	Taints []corev1.Taint     `json:"taints,omitempty"`
+}
+
+// PoolName returns the node's pool, mapping "" to PublicPool.
+func (n *Node) PoolName() PoolID {
+	if n.Pool == "" {
+		return PublicPool
+	}
+	return n.Pool
+}
+
+// IsAccelNode reports whether the node has accelerators.
+func (n *Node) IsAccelNode() bool { return n.Capacity.Accels > 0 }
+
+// AccelShare returns the CPU (millicores) and memory (bytes) bound to one
+// accelerator on this node.
+func (n *Node) AccelShare() (milliCPU, memory int64) {
+	if n.Capacity.Accels == 0 {
+		return 0, 0
+	}
+	milliCPU, memory = n.MilliCPUPerAccel, n.MemoryPerAccel
+	if milliCPU == 0 {
+		milliCPU = n.Capacity.MilliCPU / n.Capacity.Accels
+	}
+	if memory == 0 {
+		memory = n.Capacity.Memory / n.Capacity.Accels
+	}
+	return milliCPU, memory
+}
+
+// Cluster is one Kubernetes cluster or the local machine.
+type Cluster struct {
+	Name    ClusterID `json:"name"`
+	Backend string    `json:"backend"`         // "local" or "kubernetes"
+	Redis   string    `json:"redis,omitempty"` // host:port of its dataset cache
+}

@@ -1,0 +1,67 @@
+package structs
+
+import (
+	"fmt"
+	"math/bits"
+	"time"
+)
+
+// TaskState is one replica allocation's state.
+type TaskState string
+
+const (
+	TaskScheduled TaskState = "Scheduled" // placed; container starting
+	TaskRunning   TaskState = "Running"
+	TaskStopping  TaskState = "Stopping" // SIGTERM sent (preempted, cancelled, scaled down); still holds resources
+	TaskSucceeded TaskState = "Succeeded"
+	TaskFailed    TaskState = "Failed"
+	TaskLost      TaskState = "Lost" // heartbeats stopped past the TTL
+)
+
+// HoldsResources reports whether a task in state s occupies its node.
+func (s TaskState) HoldsResources() bool {
+	return s == TaskScheduled || s == TaskRunning || s == TaskStopping
+}
+
+// AccelMask is a set of accelerator indices on one node (bit i = index i).
+type AccelMask uint64
+
+// Count returns how many accelerators the mask holds.
+func (m AccelMask) Count() int { return bits.OnesCount64(uint64(m)) }
+
+// Indices lists the accelerator indices in ascending order.
+func (m AccelMask) Indices() []int {
+	out := make([]int, 0, m.Count())
+	for v := uint64(m); v != 0; v &= v - 1 {
+		out = append(out, bits.TrailingZeros64(v))
+	}
+	return out
+}
+
+// Task is one replica of a job placed on one node.
+type Task struct {
+	ID       TaskID    `json:"id"`
+	Job      JobID     `json:"job"`
+	Index    int       `json:"index"` // replica index, 0-based
+	Attempt  int       `json:"attempt"`
+	Node     NodeID    `json:"node"`
+	Pool     PoolID    `json:"pool"`
+	Priority Priority  `json:"priority"`
+	State    TaskState `json:"state"`
+
+	// Allocated on the node: the replica's request, with accelerator
+	// replicas given the CPU and memory bound to their accelerators.
+	Resources Resources `json:"resources"`
+	Accels    AccelMask `json:"accels,omitempty"`
+
+	Healthy     bool      `json:"healthy,omitempty"`  // services: passing health checks
+	Restarts    int       `json:"restarts,omitempty"` // crash restarts in this attempt
+	ScheduledAt time.Time `json:"scheduledAt"`
+	StartedAt   time.Time `json:"startedAt,omitempty"`
+	ExitCode    int       `json:"exitCode,omitempty"`
+}
+
+// MakeTaskID returns the ID of replica index of job attempt.
+func MakeTaskID(j JobID, index, attempt int) TaskID {
+	return TaskID(fmt.Sprintf("%s-%d-a%d", j, index, attempt))
+}
