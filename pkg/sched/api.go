@@ -41,11 +41,10 @@ type Plan struct {
 	Pending      map[structs.JobID]*Why // why each still-pending job did not place
 }
 
-// Placement places replicas of one job, all in one pool.
+// Placement places replicas of one job (a gang: all of them, in one pool).
 type Placement struct {
 	Job   structs.JobID
 	Shape int // 0 = the job's own shape, i = Fallbacks[i-1]
-	Pool  structs.PoolID
 	Tasks []TaskPlacement
 	// Charge is the job's quota charge after this placement: nil when the
 	// job holds no quota (placed in a project pool, or high/low priority).
@@ -56,6 +55,7 @@ type Placement struct {
 type TaskPlacement struct {
 	Index     int
 	Node      structs.NodeID
+	Pool      structs.PoolID
 	Resources structs.Resources // allocated: accelerator replicas get their bound CPU and memory
 	Accels    structs.AccelMask
 }

@@ -1,0 +1,214 @@
+package sched
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// explain builds the why-pending reason for failure f, sharing results
+// between jobs whose placement questions are identical (cache).
+func (w *world) explain(f failure, cache map[string]*Why) *Why {
+	j := f.j
+	if len(f.preempting) > 0 {
+		var names []string
+		for _, p := range f.preempting {
+			names = append(names, string(p.Victim))
+		}
+		why := &Why{Waiting: fmt.Sprintf("waiting for %d preempted low-priority job(s) to stop: %s", len(names), strings.Join(names, ", "))}
+		why.render("does not fit now")
+		return why
+	}
+	key := w.explainKey(j)
+	if key != "" && f.quota == nil {
+		if why, ok := cache[key]; ok {
+			return why
+		}
+	}
+	why := w.explainNodes(j)
+	if f.quota != nil {
+		why.Quota = f.quota
+	}
+	prefix := "does not fit now"
+	if why.NeverFits {
+		prefix = "can never fit"
+	}
+	if f.quota != nil && !why.NeverFits {
+		prefix = "waiting for quota"
+	}
+	if by := w.reservedBy(j); by != "" && !why.NeverFits {
+		why.Waiting = "nodes are reserved for " + by
+	}
+	why.render(prefix)
+	if key != "" && f.quota == nil {
+		cache[key] = why
+	}
+	return why
+}
+
+// explainKey identifies the placement question of j; "" when the answer
+// depends on j itself (live replicas, reservations, affinity, spread).
+func (w *world) explainKey(j *structs.Job) string {
+	if len(w.liveOf[j.ID]) > 0 || len(j.Affinity.WithJobs)+len(j.Affinity.AwayFromJobs) > 0 || j.Affinity.SpreadReplicas || w.hasHolds(j.ID, "") {
+		return ""
+	}
+	return fmt.Sprintf("%d|%s|%t|%s|%s|%s|%v|%d|%t|%v", j.Priority, j.Project, j.PoolOnly, j.Cluster, j.NodeName, j.Selector,
+		j.Tolerations, j.Replicas, j.IsGang(), j.Resources)
+}
+
+// reservedBy names a job holding a reservation j is blocked behind, if any.
+func (w *world) reservedBy(j *structs.Job) string {
+	for _, r := range w.holds {
+		if r.Job != j.ID {
+			if rj := w.snap.Jobs[r.Job]; rj == nil || rj.Priority >= j.Priority {
+				return string(r.Job)
+			}
+		}
+	}
+	return ""
+}
+
+// explainNodes counts, over the nodes of j's clusters, why each rejects a
+// replica of j's own shape, and whether j could ever fit.
+func (w *world) explainNodes(j *structs.Job) *Why {
+	s := j.ShapeAt(0)
+	r := s.Resources
+	pools := w.eligiblePools(j)
+	why := &Why{}
+	if len(pools) == 0 {
+		why.NeverFits = true
+		why.Filtered = []Count{{Reason: fmt.Sprintf("no pool: high priority runs only in its project's pool and project %q has none", j.Project), Nodes: len(w.nodes)}}
+		return why
+	}
+	inPool := map[int16]bool{}
+	for _, p := range pools {
+		inPool[p] = true
+	}
+	c := w.newCtx(j, s, pools, -1)
+	counts := map[string]int{}
+	need := len(w.missing(j, s.Replicas))
+	if !j.IsGang() {
+		need = min(need, max(1, j.MinAvailable-len(w.liveOf[j.ID])))
+	}
+	everSlots, nowSlots := 0, 0
+	var maxCap int64
+	frag := &Fragmentation{AccelType: r.AccelType, Needed: r.Accels}
+	for i := range w.nodes {
+		ni := int32(i)
+		nd := &w.nodes[ni]
+		if j.Cluster != "" && nd.n.Cluster != j.Cluster {
+			continue
+		}
+		why.Nodes++
+		g := w.groups[nd.group]
+		var rs reason
+		switch {
+		case nd.pool < 0 || !inPool[nd.pool]:
+			rs = rPool
+		case !classOK(g, r):
+			rs = rClass
+		default:
+			rs = w.nodeCheck(c, ni)
+			if rs == rOK || rs == rSpread {
+				if rc := w.capacityCheck(ni, r); rc != rOK {
+					rs = rc
+				}
+			}
+			if rs == rOK || rs == rSpread {
+				everSlots += w.slots(c, ni, true)
+				if r.Accels > 0 {
+					maxCap = max(maxCap, nd.n.Capacity.Accels)
+					if free := popcount(nd.accels); free > 0 {
+						frag.Nodes++
+						frag.MaxFree = max(frag.MaxFree, free)
+						frag.TotalFree += free
+					}
+				}
+			}
+			if rs == rOK {
+				rs = w.freeCheck(ni, w.alloc(ni, r), j.ID, j.Priority)
+				if rs == rOK {
+					nowSlots += w.slots(c, ni, false)
+				}
+			}
+		}
+		if rs == rOK {
+			continue
+		}
+		if rs == rCapacity && r.Accels > 0 {
+			maxCap = max(maxCap, nd.n.Capacity.Accels)
+		}
+		counts[w.reasonText(rs, c, ni)]++
+	}
+	for k, v := range counts {
+		why.Filtered = append(why.Filtered, Count{Reason: k, Nodes: v})
+	}
+	why.NeverFits = everSlots < need
+	if j.NodeName != "" && c.nodePin == -2 {
+		why.NeverFits = true
+		why.Filtered = append(why.Filtered, Count{Reason: fmt.Sprintf("node %s does not exist", j.NodeName), Nodes: 0})
+	}
+	if j.IsGang() || need > 1 {
+		why.Gang = &GangShortfall{Needed: need, Fit: min(nowSlots, need)}
+		if why.NeverFits {
+			why.Gang.Fit = min(everSlots, need)
+		}
+	}
+	if r.Accels > 0 && !why.NeverFits && frag.MaxFree < r.Accels && frag.TotalFree >= r.Accels*int64(need) {
+		if frag.AccelType == "" {
+			frag.AccelType = "accelerators"
+		}
+		why.Fragmentation = frag
+	}
+	if why.NeverFits && r.Accels > 0 && maxCap > 0 && maxCap < r.Accels {
+		why.Filtered = append(why.Filtered, Count{Reason: fmt.Sprintf("(at most %d accelerators on one node, %d asked per replica)", maxCap, r.Accels), Nodes: 0})
+	}
+	return why
+}
+
+// reasonText describes rejection reason rs of node ni for people.
+func (w *world) reasonText(rs reason, c *jobCtx, ni int32) string {
+	r := c.shape.Resources
+	nd := &w.nodes[ni]
+	switch rs {
+	case rPool:
+		return "in pools this job may not use"
+	case rCluster:
+		return "in other clusters"
+	case rNotReady:
+		return "not ready"
+	case rNodeName:
+		return "not node " + string(c.j.NodeName)
+	case rClass:
+		switch {
+		case r.Accels > 0 && r.AccelType != "" && nd.n.Capacity.Accels > 0:
+			return "with no " + r.AccelType + " accelerators"
+		case r.Accels > 0 && r.AccelType != "":
+			return "with no " + r.AccelType + " accelerators (CPU nodes)"
+		case r.Accels > 0:
+			return "with no accelerators"
+		case len(r.Devices) > 0:
+			return "with no edge devices"
+		}
+		return "with accelerators (CPU-only jobs run on CPU nodes)"
+	case rTaint:
+		return "with untolerated taint " + firstTaint(nd.n, c.j.Tolerations)
+	case rSelector:
+		return "not matching selector " + c.j.Selector
+	case rAffinity:
+		return "failing job affinity"
+	case rCapacity:
+		return "too small for one replica (" + r.String() + ")"
+	case rBound:
+		return fmt.Sprintf("binding %s CPU and %s memory per accelerator, less than asked", structs.FormatMilliCPU(nd.shareCPU), structs.FormatBytes(nd.shareMem))
+	case rSpread:
+		return "already running a replica (spreadReplicas)"
+	case rReserved:
+		_, _, _, by := w.held(ni, c.j.ID, c.j.Priority)
+		return "reserved for job " + string(by)
+	case rFree:
+		return "without enough free resources now"
+	}
+	return "rejected"
+}

@@ -1,0 +1,301 @@
+package sched
+
+import (
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// selector is a parsed label selector with its source text.
+type selector struct {
+	text string
+	sel  labels.Selector
+}
+
+// reason is why a node was rejected for a replica; the first failing check
+// in this order is the one counted.
+type reason uint8
+
+const (
+	rOK       reason = iota
+	rPool            // node's pool is not one the job may use
+	rCluster         // job pinned to another cluster
+	rNotReady        // node not ready, draining or quarantined
+	rNodeName        // job pinned to another node
+	rClass           // wrong kind of node: accelerator type, CPU-only vs accelerator, devices
+	rTaint           // an untolerated taint
+	rSelector        // tags do not match the selector
+	rAffinity        // job affinity or anti-affinity
+	rCapacity        // the node can never hold one replica
+	rBound           // request above the CPU/memory bound to the accelerators
+	rSpread          // already holds a replica of this job (spreadReplicas)
+	rReserved        // free resources are reserved for another job
+	rFree            // not enough free now
+	nReasons
+)
+
+// jobCtx is what the placement of one job's shape needs, computed once.
+type jobCtx struct {
+	j       *structs.Job
+	shape   structs.Shape
+	levels  [][]int32 // group indices per pool preference level
+	pools   []int16   // the pool of each level
+	nodePin int32     // -1 none; -2 pinned to an unknown node
+	sel     *selector
+	with    []labels.Selector
+	away    []labels.Selector
+	used    []int32 // nodes holding replicas of this job (spread)
+	// quota: when placing in the public pool a normal job must be charged.
+	needCharge bool
+}
+
+// newCtx builds the context for placing shape s of job j. pools lists the
+// pool indices the job may use, in preference order.
+// Only nodes of cluster cl are considered (-1: every cluster).
+func (w *world) newCtx(j *structs.Job, s structs.Shape, pools []int16, cl int16) *jobCtx {
+	c := &jobCtx{j: j, shape: s, nodePin: -1, pools: pools}
+	clusterPin := cl
+	for _, p := range pools {
+		var lvl []int32
+		for gi, g := range w.groups {
+			if g.pool != p || (clusterPin != -1 && g.cluster != clusterPin) || !classOK(g, s.Resources) {
+				continue
+			}
+			lvl = append(lvl, int32(gi))
+		}
+		c.levels = append(c.levels, lvl)
+	}
+	if j.NodeName != "" {
+		c.nodePin = -2
+		if i, ok := w.byName[j.NodeName]; ok {
+			c.nodePin = i
+		}
+	}
+	if j.Selector != "" {
+		c.sel = w.selector(j.Selector)
+	}
+	for _, s := range j.Affinity.WithJobs {
+		if sel := w.selector(s); sel.sel != nil {
+			c.with = append(c.with, sel.sel)
+		}
+	}
+	for _, s := range j.Affinity.AwayFromJobs {
+		if sel := w.selector(s); sel.sel != nil {
+			c.away = append(c.away, sel.sel)
+		}
+	}
+	if j.Affinity.SpreadReplicas {
+		for _, k := range w.liveOf[j.ID] {
+			if ni := w.tasks[k].ni; ni >= 0 {
+				c.used = append(c.used, ni)
+			}
+		}
+	}
+	return c
+}
+
+// classOK reports whether nodes of group g can serve replicas asking r:
+// accelerator replicas need that type (or any type), device replicas need
+// device nodes, CPU-only replicas stay on CPU nodes so GPUs are not stranded.
+func classOK(g *group, r structs.Resources) bool {
+	switch {
+	case r.Accels > 0:
+		return g.accel && (r.AccelType == "" || r.AccelType == g.class)
+	case len(r.Devices) > 0:
+		return g.class == deviceClass
+	default:
+		return !g.accel && g.class != deviceClass
+	}
+}
+
+func (w *world) selector(text string) *selector {
+	if s, ok := w.sels[text]; ok {
+		return &s
+	}
+	sel, err := labels.Parse(text)
+	s := selector{text: text, sel: sel}
+	if err != nil {
+		s.sel = labels.Nothing() // validated at submit; never matches if not
+	}
+	w.sels[text] = s
+	return &s
+}
+
+// matches reports whether node ni's tags match sel (cached per cycle).
+func (w *world) matches(sel *selector, ni int32) bool {
+	c := w.selCache[sel.text]
+	if c == nil {
+		c = make([]int8, len(w.nodes))
+		w.selCache[sel.text] = c
+	}
+	switch c[ni] {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	ok := sel.sel.Matches(labels.Set(w.nodes[ni].n.Tags))
+	c[ni] = 2
+	if ok {
+		c[ni] = 1
+	}
+	return ok
+}
+
+// tolerates reports whether tolerations tol tolerate every NoSchedule and
+// NoExecute taint of node n (Kubernetes semantics).
+func tolerates(n *structs.Node, tol []corev1.Toleration) bool {
+	for i := range n.Taints {
+		t := &n.Taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		ok := false
+		for k := range tol {
+			if tol[k].ToleratesTaint(logr.Discard(), t, true) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// firstTaint names node n's first taint that tol does not tolerate.
+func firstTaint(n *structs.Node, tol []corev1.Toleration) string {
+	for i := range n.Taints {
+		t := &n.Taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		ok := false
+		for k := range tol {
+			ok = ok || tol[k].ToleratesTaint(logr.Discard(), t, true)
+		}
+		if !ok {
+			return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
+		}
+	}
+	return ""
+}
+
+// nodeCheck runs the node-level static checks (everything but resources).
+func (w *world) nodeCheck(c *jobCtx, ni int32) reason {
+	n := &w.nodes[ni]
+	if !n.ready {
+		return rNotReady
+	}
+	if c.nodePin != -1 && c.nodePin != ni {
+		return rNodeName
+	}
+	if n.tainted && !tolerates(n.n, c.j.Tolerations) {
+		return rTaint
+	}
+	if c.sel != nil && !w.matches(c.sel, ni) {
+		return rSelector
+	}
+	if (len(c.with) > 0 || len(c.away) > 0) && !w.affinityOK(c, ni) {
+		return rAffinity
+	}
+	for _, u := range c.used {
+		if u == ni {
+			return rSpread
+		}
+	}
+	return rOK
+}
+
+// affinityOK checks job affinity (share a node with a matching job) and
+// anti-affinity (share none) against the tasks now on node ni.
+func (w *world) affinityOK(c *jobCtx, ni int32) bool {
+	for _, s := range c.away {
+		for _, k := range w.nodes[ni].tasks {
+			wt := &w.tasks[k]
+			if !wt.off && wt.job != nil && wt.job.ID != c.j.ID && s.Matches(labels.Set(wt.job.Labels)) {
+				return false
+			}
+		}
+	}
+	for _, s := range c.with {
+		found := false
+		for _, k := range w.nodes[ni].tasks {
+			wt := &w.tasks[k]
+			if !wt.off && wt.job != nil && wt.job.ID != c.j.ID && s.Matches(labels.Set(wt.job.Labels)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// alloc returns what a replica asking r is given on node ni: accelerator
+// replicas get the CPU and memory bound to their accelerators.
+func (w *world) alloc(ni int32, r structs.Resources) structs.Resources {
+	if r.Accels == 0 {
+		return r
+	}
+	n := &w.nodes[ni]
+	out := r
+	out.AccelType = n.n.Capacity.AccelType
+	out.MilliCPU = r.Accels * n.shareCPU
+	out.Memory = r.Accels * n.shareMem
+	return out
+}
+
+// capacityCheck reports whether node ni could ever hold one replica
+// asking r (on an empty node), and whether the request respects the bound.
+func (w *world) capacityCheck(ni int32, r structs.Resources) reason {
+	n := &w.nodes[ni]
+	capa := n.n.Capacity
+	if r.Accels > 0 {
+		healthy := capa.Accels - int64(len(n.n.QuarantinedAccels))
+		if r.Accels > healthy {
+			return rCapacity
+		}
+		if r.MilliCPU > r.Accels*n.shareCPU || r.Memory > r.Accels*n.shareMem {
+			return rBound
+		}
+		return rOK
+	}
+	if r.MilliCPU > capa.MilliCPU || r.Memory > capa.Memory {
+		return rCapacity
+	}
+	for d, c := range r.Devices {
+		if capa.Devices[d] < c {
+			return rCapacity
+		}
+	}
+	return rOK
+}
+
+// freeCheck reports whether node ni has room now for alloc a of job j
+// (priority p), counting reservations held for others.
+func (w *world) freeCheck(ni int32, a structs.Resources, j structs.JobID, p structs.Priority) reason {
+	n := &w.nodes[ni]
+	if popcount(n.accels) < a.Accels || n.freeCPU < a.MilliCPU || n.freeMem < a.Memory {
+		return rFree
+	}
+	for d, c := range a.Devices {
+		if n.devices[d] < c {
+			return rFree
+		}
+	}
+	if len(n.holds) > 0 {
+		hc, hm, ha, _ := w.held(ni, j, p)
+		if popcount(n.accels)-ha < a.Accels || n.freeCPU-hc < a.MilliCPU || n.freeMem-hm < a.Memory {
+			return rReserved
+		}
+	}
+	return rOK
+}

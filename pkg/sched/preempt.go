@@ -1,0 +1,299 @@
+package sched
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// victim is a low-priority job whose eviction is being considered.
+type victim struct {
+	job     *structs.Job
+	tasks   []int32 // every live task of the job (a gang is evicted whole)
+	started time.Time
+	accels  int64
+	cpu     int64
+}
+
+// preempt finds the low jobs whose eviction makes j fit, never more than
+// needed: for a single replica, the node needing the fewest victims (then
+// the least resources, then the most recently started); for gangs, victims
+// added most recently started first until the gang fits, then pruned. If j
+// still cannot fit, nothing is evicted (C16). The freed resources are
+// reserved for j; the victims' tasks keep holding them until they stop.
+func (w *world) preempt(j *structs.Job, now time.Time) []Preemption {
+	pools := w.eligiblePools(j)
+	si := 0
+	if len(w.liveOf[j.ID]) > 0 {
+		si = j.Shape
+	}
+	s := j.ShapeAt(si)
+	missing := w.missing(j, s.Replicas)
+	if len(missing) == 0 {
+		return nil
+	}
+	required := len(missing)
+	if !j.IsGang() {
+		required = min(len(missing), max(1, j.MinAvailable-len(w.liveOf[j.ID])))
+	}
+	for _, cl := range w.clusterOrder(j, s) {
+		c := w.newCtx(j, s, pools, cl)
+		cands := w.candidates(c)
+		if len(cands) == 0 {
+			continue
+		}
+		var chosen []*victim
+		if !j.IsGang() && required == 1 {
+			chosen = w.victimsOneNode(c, cands)
+			missing = missing[:1]
+		} else {
+			chosen = w.victimsGang(c, cands, missing[:required])
+			missing = missing[:required]
+		}
+		if chosen == nil {
+			continue
+		}
+		return w.commitPreemption(c, chosen, missing)
+	}
+	return nil
+}
+
+// candidates lists low jobs with live tasks on nodes c may use.
+func (w *world) candidates(c *jobCtx) []*victim {
+	byJob := map[structs.JobID]*victim{}
+	var out []*victim
+	for _, lvl := range c.levels {
+		for _, gi := range lvl {
+			for _, ni := range w.groups[gi].nodes {
+				if len(w.nodes[ni].tasks) == 0 || w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, c.shape.Resources) != rOK {
+					continue
+				}
+				for _, k := range w.nodes[ni].tasks {
+					wt := &w.tasks[k]
+					if wt.off || wt.t.Priority != structs.PriorityLow || wt.job == nil || w.victim[wt.t.Job] || byJob[wt.t.Job] != nil {
+						continue
+					}
+					v := &victim{job: wt.job}
+					for _, tk := range w.liveTasks(wt.t.Job) {
+						t := w.tasks[tk].t
+						v.tasks = append(v.tasks, tk)
+						v.accels += popcount(t.Accels)
+						v.cpu += t.Resources.MilliCPU
+						if t.StartedAt.After(v.started) {
+							v.started = t.StartedAt
+						}
+						if t.ScheduledAt.After(v.started) {
+							v.started = t.ScheduledAt
+						}
+					}
+					byJob[wt.t.Job] = v
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	// Least work lost first: most recently started, then smallest, then ID.
+	slices.SortFunc(out, func(a, b *victim) int {
+		if c := b.started.Compare(a.started); c != 0 {
+			return c
+		}
+		if a.accels != b.accels {
+			return cmp.Compare(a.accels, b.accels)
+		}
+		if a.cpu != b.cpu {
+			return cmp.Compare(a.cpu, b.cpu)
+		}
+		return cmp.Compare(a.job.ID, b.job.ID)
+	})
+	return out
+}
+
+// liveTasks lists every task of job id that holds resources and is not
+// already being stopped.
+func (w *world) liveTasks(id structs.JobID) []int32 {
+	var out []int32
+	for k := range w.tasks {
+		wt := &w.tasks[k]
+		if !wt.off && wt.t.Job == id && wt.t.State != structs.TaskStopping {
+			out = append(out, int32(k))
+		}
+	}
+	return out
+}
+
+func (w *world) evict(v *victim) {
+	for _, k := range v.tasks {
+		w.removeTask(k)
+	}
+}
+
+func (w *world) unevict(v *victim) {
+	for _, k := range v.tasks {
+		w.restoreTask(k)
+	}
+}
+
+// victimsOneNode picks, for a single replica, the node whose cheapest
+// sufficient set of victims is smallest.
+func (w *world) victimsOneNode(c *jobCtx, cands []*victim) []*victim {
+	onNode := map[int32][]*victim{}
+	var nodes []int32
+	for _, v := range cands {
+		seen := map[int32]bool{}
+		for _, k := range v.tasks {
+			ni := w.tasks[k].ni
+			if ni < 0 || seen[ni] {
+				continue
+			}
+			seen[ni] = true
+			if onNode[ni] == nil {
+				nodes = append(nodes, ni)
+			}
+			onNode[ni] = append(onNode[ni], v)
+		}
+	}
+	slices.Sort(nodes)
+	var best []*victim
+	var bestCost [3]int64
+	for _, ni := range nodes {
+		if w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, c.shape.Resources) != rOK {
+			continue
+		}
+		set := w.minimalSet(onNode[ni], func() bool { return w.fitsNode(c, ni) })
+		if set == nil {
+			continue
+		}
+		cost := setCost(set)
+		if best == nil || less3(cost, bestCost) {
+			best, bestCost = set, cost
+		}
+	}
+	return best
+}
+
+// victimsGang adds victims in order until the replicas fit, then prunes.
+func (w *world) victimsGang(c *jobCtx, cands []*victim, missing []int) []*victim {
+	fits := func() bool { return w.fitsAll(c, len(missing)) }
+	return w.minimalSet(cands, fits)
+}
+
+// minimalSet evicts candidates in order until fits() holds, then puts back
+// every victim (largest first) whose return still lets it fit. It returns
+// nil, with nothing evicted, if even all candidates are not enough.
+func (w *world) minimalSet(cands []*victim, fits func() bool) []*victim {
+	var set []*victim
+	ok := false
+	for _, v := range cands {
+		w.evict(v)
+		set = append(set, v)
+		if fits() {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		for _, v := range set {
+			w.unevict(v)
+		}
+		return nil
+	}
+	order := slices.Clone(set)
+	slices.SortStableFunc(order, func(a, b *victim) int {
+		if a.accels != b.accels {
+			return cmp.Compare(b.accels, a.accels)
+		}
+		return cmp.Compare(b.cpu, a.cpu)
+	})
+	for _, v := range order {
+		w.unevict(v)
+		if fits() {
+			set = slices.DeleteFunc(set, func(x *victim) bool { return x == v })
+			continue
+		}
+		w.evict(v)
+	}
+	for _, v := range set {
+		w.unevict(v)
+	}
+	return set
+}
+
+// fitsAll reports whether n replicas of c fit now (trying each pool level;
+// a gang in one pool), leaving w unchanged.
+func (w *world) fitsAll(c *jobCtx, n int) bool {
+	gang := c.j.IsGang()
+	var as []assignment
+	for lvl := range c.levels {
+		got := w.placeReplicas(c, lvl, n-len(as), gang)
+		as = append(as, got...)
+		if len(as) == n {
+			break
+		}
+		if gang {
+			as = nil
+		}
+	}
+	ok := len(as) == n
+	w.undoAll(as)
+	c.used = c.used[:0]
+	if c.j.Affinity.SpreadReplicas {
+		for _, k := range w.liveOf[c.j.ID] {
+			if ni := w.tasks[k].ni; ni >= 0 {
+				c.used = append(c.used, ni)
+			}
+		}
+	}
+	return ok
+}
+
+// commitPreemption evicts chosen for real in this plan: victims are marked,
+// the replicas' future place is reserved for c's job.
+func (w *world) commitPreemption(c *jobCtx, chosen []*victim, missing []int) []Preemption {
+	for _, v := range chosen {
+		w.evict(v)
+	}
+	var as []assignment
+	gang := c.j.IsGang()
+	for lvl := range c.levels {
+		got := w.placeReplicas(c, lvl, len(missing)-len(as), gang)
+		as = append(as, got...)
+		if len(as) == len(missing) {
+			break
+		}
+	}
+	for _, a := range as {
+		w.hold(Reservation{Job: c.j.ID, Node: w.nodes[a.ni].n.Name, Resources: a.res, Kind: ReservePreemption})
+	}
+	w.undoAll(as)
+	out := make([]Preemption, 0, len(chosen))
+	for _, v := range chosen {
+		w.unevict(v)
+		w.victim[v.job.ID] = true
+		p := Preemption{Victim: v.job.ID, Preemptor: c.j.ID}
+		for _, k := range v.tasks {
+			p.Tasks = append(p.Tasks, w.tasks[k].t.ID)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func setCost(set []*victim) [3]int64 {
+	var acc, cpu int64
+	for _, v := range set {
+		acc += v.accels
+		cpu += v.cpu
+	}
+	return [3]int64{int64(len(set)), acc, cpu}
+}
+
+func less3(a, b [3]int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}

@@ -1,0 +1,127 @@
+package sched
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// gangPool returns the first pool j may use where its gang could fit on
+// empty nodes: the pool its starvation reservation is made in.
+func (w *world) gangPool(j *structs.Job) (int16, bool) {
+	s := j.ShapeAt(0)
+	cls := w.clusterOrder(j, s)
+	if len(cls) == 0 {
+		return 0, false
+	}
+	c := w.newCtx(j, s, w.eligiblePools(j), cls[0])
+	for lvl, p := range c.pools {
+		if w.everSlots(c, lvl) >= s.Replicas {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// everSlots counts how many replicas of c would fit on the empty nodes of
+// pool level lvl (one per node with spreadReplicas).
+func (w *world) everSlots(c *jobCtx, lvl int) int {
+	n := 0
+	for _, gi := range c.levels[lvl] {
+		for _, ni := range w.groups[gi].nodes {
+			r := w.nodeCheck(c, ni)
+			if (r != rOK && r != rSpread) || w.capacityCheck(ni, c.shape.Resources) != rOK {
+				continue
+			}
+			n += w.slots(c, ni, true)
+		}
+	}
+	return n
+}
+
+// slots is how many replicas of c node ni holds: on an empty node if empty,
+// else in what is free now.
+func (w *world) slots(c *jobCtx, ni int32, empty bool) int {
+	r := c.shape.Resources
+	a := w.alloc(ni, r)
+	nd := &w.nodes[ni]
+	capa := nd.n.Capacity
+	cpu, mem, acc := capa.MilliCPU, capa.Memory, capa.Accels-int64(len(nd.n.QuarantinedAccels))
+	if !empty {
+		hc, hm, ha, _ := w.held(ni, c.j.ID, c.j.Priority)
+		cpu, mem, acc = nd.freeCPU-hc, nd.freeMem-hm, popcount(nd.accels)-ha
+	}
+	n := int64(1 << 30)
+	if a.Accels > 0 {
+		n = min(n, acc/a.Accels)
+	}
+	if a.MilliCPU > 0 {
+		n = min(n, cpu/a.MilliCPU)
+	}
+	if a.Memory > 0 {
+		n = min(n, mem/a.Memory)
+	}
+	for d, c := range a.Devices {
+		have := capa.Devices[d]
+		if !empty {
+			have = nd.devices[d]
+		}
+		if c > 0 {
+			n = min(n, have/c)
+		}
+	}
+	if n == 1<<30 || n < 0 {
+		n = 0
+	}
+	if c.j.Affinity.SpreadReplicas {
+		n = min(n, 1)
+	}
+	return int(n)
+}
+
+// reserveGang reserves nodes of pool p for gang j, choosing those with the
+// most free resources now so the gang is whole soonest. It reports whether
+// every replica got a reservation.
+func (w *world) reserveGang(j *structs.Job, p int16) bool {
+	s := j.ShapeAt(0)
+	cls := w.clusterOrder(j, s)
+	if len(cls) == 0 {
+		return false
+	}
+	c := w.newCtx(j, s, []int16{p}, cls[0])
+	type cand struct {
+		ni    int32
+		free  int64
+		slots int
+	}
+	var cands []cand
+	for _, gi := range c.levels[0] {
+		for _, ni := range w.groups[gi].nodes {
+			if w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, s.Resources) != rOK || len(w.nodes[ni].holds) > 0 {
+				continue
+			}
+			free := w.nodes[ni].freeCPU
+			if s.Resources.Accels > 0 {
+				free = popcount(w.nodes[ni].accels)
+			}
+			cands = append(cands, cand{ni, free, w.slots(c, ni, true)})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.free, a.free) })
+	var rs []Reservation
+	left := s.Replicas
+	for _, cd := range cands {
+		for k := 0; k < cd.slots && left > 0; k++ {
+			rs = append(rs, Reservation{Job: j.ID, Node: w.nodes[cd.ni].n.Name, Resources: w.alloc(cd.ni, s.Resources), Kind: ReserveGang})
+			left--
+		}
+	}
+	if left > 0 {
+		return false
+	}
+	for _, r := range rs {
+		w.hold(r)
+	}
+	return true
+}

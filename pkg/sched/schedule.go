@@ -1,0 +1,413 @@
+package sched
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Schedule decides one scheduling cycle. It reads snap and in only.
+//
+// The cycle:
+//  1. keep the reservations of jobs that are still pending;
+//  2. order pending jobs: priority, then longest pending, then ID;
+//  3. for each job: end it if past its pendingTimeout; else try its shapes
+//     (the fallbacks too once downgradeAfter has passed) on each cluster
+//     and pool it may use, all replicas of a gang at once;
+//  4. if a non-low job did not fit, look for low jobs whose eviction makes
+//     it fit, and reserve what they free for it;
+//  5. if a gang still waits and its pool has no gang reservation, reserve
+//     nodes for it so smaller jobs behind it cannot starve it (backfill
+//     uses everything else);
+//  6. explain every job left pending.
+func Schedule(snap *Snapshot, in Input) *Plan {
+	w := newWorld(snap)
+	plan := &Plan{Index: snap.Index, Pending: map[structs.JobID]*Why{}}
+
+	// 1. Reservations survive while their job is pending and the node ready.
+	pending := make(map[structs.JobID]bool, len(in.Pending))
+	for _, j := range in.Pending {
+		pending[j.ID] = true
+	}
+	gangHeld := map[int16]structs.JobID{}
+	for _, r := range snap.Reservations {
+		ni, ok := w.byName[r.Node]
+		if !ok || !pending[r.Job] || !w.nodes[ni].ready {
+			continue
+		}
+		w.hold(r)
+		if r.Kind == ReserveGang {
+			gangHeld[w.nodes[ni].pool] = r.Job
+		}
+	}
+
+	// 2. Order.
+	jobs := slices.Clone(in.Pending)
+	slices.SortFunc(jobs, func(a, b *structs.Job) int {
+		if a.Priority != b.Priority {
+			return int(b.Priority) - int(a.Priority)
+		}
+		if c := pendingSince(a).Compare(pendingSince(b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+
+	var failed []failure
+	for _, j := range jobs {
+		// 3. Timeout, then placement.
+		if j.State == structs.JobPending && !in.Now.Before(pendingSince(j).Add(j.Timeout())) {
+			plan.Timeouts = append(plan.Timeouts, Timeout{Job: j.ID, Reason: structs.ReasonPendingTimeout})
+			failed = append(failed, failure{j: j, timeout: len(plan.Timeouts) - 1})
+			w.dropHolds(j.ID)
+			continue
+		}
+		pl, f := w.tryJob(j, in.Now)
+		if pl != nil {
+			if len(pl.Tasks) > 0 {
+				plan.Placements = append(plan.Placements, *pl)
+			}
+			w.dropHolds(j.ID)
+			continue
+		}
+		f.timeout = -1
+		// 4. Preemption.
+		if j.Priority > structs.PriorityLow && f.quota == nil && !w.hasHolds(j.ID, ReservePreemption) {
+			if pre := w.preempt(j, in.Now); len(pre) > 0 {
+				plan.Preemptions = append(plan.Preemptions, pre...)
+				f.preempting = pre
+			}
+		}
+		// 5. Gang reservation.
+		if j.IsGang() && f.quota == nil && len(f.preempting) == 0 && !w.hasHolds(j.ID, "") {
+			if lvlPool, ok := w.gangPool(j); ok {
+				if _, taken := gangHeld[lvlPool]; !taken && w.reserveGang(j, lvlPool) {
+					gangHeld[lvlPool] = j.ID
+				}
+			}
+		}
+		failed = append(failed, f)
+	}
+
+	// 6. Explain.
+	wc := map[string]*Why{}
+	for _, f := range failed {
+		why := w.explain(f, wc)
+		if f.timeout >= 0 {
+			plan.Timeouts[f.timeout].Why = why
+			continue
+		}
+		plan.Pending[f.j.ID] = why
+	}
+	plan.Reservations = w.holds
+	if len(plan.Pending) == 0 {
+		plan.Pending = nil
+	}
+	return plan
+}
+
+// failure records why a job did not place this cycle.
+type failure struct {
+	j          *structs.Job
+	shape      int
+	quota      *QuotaShortfall
+	preempting []Preemption
+	timeout    int // index into Plan.Timeouts, or -1
+}
+
+// pendingSince is when the job last became pending (its submit time if the
+// coordinator has not recorded it).
+func pendingSince(j *structs.Job) time.Time {
+	if !j.PendingSince.IsZero() {
+		return j.PendingSince
+	}
+	return j.SubmitTime
+}
+
+// downgrading reports whether j may use its fallback shapes now.
+func downgrading(j *structs.Job, now time.Time) bool {
+	return len(j.Fallbacks) > 0 && j.DowngradeAfter > 0 && !now.Before(pendingSince(j).Add(j.DowngradeAfter))
+}
+
+// eligiblePools returns the pools j may use, in preference order
+// (DESIGN §4: high its project pool only; normal its project pool, then
+// public; low public, then project pools that lend idle nodes).
+func (w *world) eligiblePools(j *structs.Job) []int16 {
+	proj, hasProj := int16(-1), false
+	if j.Project != "" {
+		proj, hasProj = w.projPool[j.Project]
+	}
+	switch j.Priority {
+	case structs.PriorityHigh:
+		if hasProj {
+			return []int16{proj}
+		}
+		return nil
+	case structs.PriorityLow:
+		out := []int16{0}
+		for i, p := range w.pools {
+			if i > 0 && p.LendIdle {
+				out = append(out, int16(i))
+			}
+		}
+		return out
+	}
+	if j.PoolOnly {
+		if hasProj {
+			return []int16{proj}
+		}
+		return nil
+	}
+	if hasProj {
+		return []int16{proj, 0}
+	}
+	return []int16{0}
+}
+
+// clusterOrder lists the clusters to try for shape s of j: the pinned one,
+// else all, those with the most free accelerators of the asked type first.
+func (w *world) clusterOrder(j *structs.Job, s structs.Shape) []int16 {
+	if j.Cluster != "" {
+		for i, c := range w.clusters {
+			if c == j.Cluster {
+				return []int16{int16(i)}
+			}
+		}
+		return nil
+	}
+	out := make([]int16, len(w.clusters))
+	for i := range out {
+		out[i] = int16(i)
+	}
+	if len(out) < 2 || s.Resources.Accels == 0 {
+		return out
+	}
+	free := make([]int64, len(w.clusters))
+	for _, g := range w.groups {
+		if !classOK(g, s.Resources) {
+			continue
+		}
+		for k, b := range g.idx.b {
+			free[g.cluster] += int64(k * len(b))
+		}
+	}
+	slices.SortStableFunc(out, func(a, b int16) int { return cmp.Compare(free[b], free[a]) })
+	return out
+}
+
+// tryJob tries to place j's missing replicas. It returns the placement
+// (applied to w) or the failure to explain.
+func (w *world) tryJob(j *structs.Job, now time.Time) (*Placement, failure) {
+	f := failure{j: j}
+	pools := w.eligiblePools(j)
+	shapes := []int{0}
+	if len(w.liveOf[j.ID]) > 0 {
+		shapes = []int{j.Shape} // a partly running service keeps its shape
+	} else if downgrading(j, now) {
+		for i := 1; i < j.NumShapes(); i++ {
+			shapes = append(shapes, i)
+		}
+	}
+	for _, si := range shapes {
+		f.shape = si
+		s := j.ShapeAt(si)
+		missing := w.missing(j, s.Replicas)
+		if len(missing) == 0 {
+			return &Placement{Job: j.ID, Shape: si}, f
+		}
+		required := len(missing)
+		if !j.IsGang() {
+			required = max(0, max(j.MinAvailable, 1)-len(w.liveOf[j.ID]))
+			if j.Kind != structs.KindService {
+				required = min(required, len(missing))
+			}
+		}
+		required = min(required, len(missing))
+		for _, cl := range w.clusterOrder(j, s) {
+			c := w.newCtx(j, s, pools, cl)
+			if pl, q := w.placeIn(c, si, missing, required); pl != nil {
+				return pl, f
+			} else if q != nil && f.quota == nil {
+				f.quota = q
+			}
+		}
+	}
+	return nil, f
+}
+
+// placeIn places the missing replicas of c's job in one cluster: a gang all
+// in one pool; other jobs across pool levels in order, at least required of
+// them. It returns nil and any quota shortfall if that is not possible.
+func (w *world) placeIn(c *jobCtx, si int, missing []int, required int) (*Placement, *QuotaShortfall) {
+	var as []assignment
+	var lvls []int
+	gang := c.j.IsGang()
+	for lvl := range c.levels {
+		if gang {
+			got := w.placeReplicas(c, lvl, len(missing), true)
+			if got == nil {
+				continue
+			}
+			as, lvls = got, repeat(lvl, len(got))
+			break
+		}
+		got := w.placeReplicas(c, lvl, len(missing)-len(as), false)
+		as = append(as, got...)
+		lvls = append(lvls, repeat(lvl, len(got))...)
+		if len(as) == len(missing) {
+			break
+		}
+	}
+	if len(as) == 0 || len(as) < required {
+		w.undoAll(as)
+		return nil, nil
+	}
+	charge, q := w.chargeFor(c, si, lvls)
+	if q != nil {
+		w.undoAll(as)
+		return nil, q
+	}
+	pl := &Placement{Job: c.j.ID, Shape: si, Charge: charge}
+	for i, a := range as {
+		pl.Tasks = append(pl.Tasks, TaskPlacement{
+			Index:     missing[i],
+			Node:      w.nodes[a.ni].n.Name,
+			Pool:      w.pools[c.pools[lvls[i]]].Name,
+			Resources: a.res,
+			Accels:    a.accels,
+		})
+	}
+	return pl, nil
+}
+
+func repeat(v, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func (w *world) undoAll(as []assignment) {
+	for i := len(as) - 1; i >= 0; i-- {
+		w.undo(as[i])
+	}
+}
+
+// chargeFor returns a normal job's quota charge after placing replicas at
+// levels lvls: every replica not in a project pool is charged. It checks
+// the increase over what the job holds against the scope's limits and
+// applies it to w's usage.
+func (w *world) chargeFor(c *jobCtx, si int, lvls []int) (structs.ResourceList, *QuotaShortfall) {
+	j := c.j
+	if j.Priority != structs.PriorityNormal {
+		return nil, nil
+	}
+	s := j.ShapeAt(si)
+	inProject := 0
+	for _, k := range w.liveOf[j.ID] {
+		if p := w.tasks[k].t.Pool; p != "" && p != structs.PublicPool {
+			inProject++
+		}
+	}
+	for _, l := range lvls {
+		if c.pools[l] != 0 {
+			inProject++
+		}
+	}
+	charged := s.Replicas - inProject
+	if charged <= 0 {
+		w.recharge(j, nil)
+		return nil, nil
+	}
+	want := structs.Charge(structs.Shape{Replicas: charged, Resources: s.Resources})
+	if q := w.quotaCheck(j, want); q != nil {
+		return nil, q
+	}
+	w.recharge(j, want)
+	return want, nil
+}
+
+// quotaCheck reports the first key where replacing j's charge by want
+// would exceed its scope's limit.
+func (w *world) quotaCheck(j *structs.Job, want structs.ResourceList) *QuotaShortfall {
+	scope := j.ChargeScope()
+	limits := w.snap.Quotas[scope]
+	used := w.usage[scope]
+	for _, k := range sortedKeys(want) {
+		v := want[k]
+		if v <= j.Charged[k] {
+			continue
+		}
+		lim, ok := limits[k]
+		if !ok || used[k]-j.Charged[k]+v > lim {
+			return &QuotaShortfall{Scope: scope, Key: k, Asked: v, Used: used[k] - j.Charged[k], Limit: lim}
+		}
+	}
+	return nil
+}
+
+// recharge moves j's charge in w's usage to want.
+func (w *world) recharge(j *structs.Job, want structs.ResourceList) {
+	if len(j.Charged) == 0 && len(want) == 0 {
+		return
+	}
+	scope := j.ChargeScope()
+	if j.ChargedScope != "" {
+		scope = j.ChargedScope
+	}
+	u := w.usage[scope]
+	if u == nil {
+		u = structs.ResourceList{}
+		w.usage[scope] = u
+	}
+	for k, v := range j.Charged {
+		u[k] -= v
+	}
+	for k, v := range want {
+		u[k] += v
+	}
+}
+
+func sortedKeys(l structs.ResourceList) []structs.ResourceKey {
+	out := make([]structs.ResourceKey, 0, len(l))
+	for k := range l {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hasHolds reports whether j holds a reservation of kind k ("" any).
+func (w *world) hasHolds(j structs.JobID, k ReservationKind) bool {
+	for i := range w.holds {
+		if w.holds[i].Job == j && (k == "" || w.holds[i].Kind == k) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropHolds removes j's reservations.
+func (w *world) dropHolds(j structs.JobID) {
+	if !w.hasHolds(j, "") {
+		return
+	}
+	kept := w.holds[:0:0]
+	for _, r := range w.holds {
+		if r.Job != j {
+			kept = append(kept, r)
+		}
+	}
+	w.holds = kept
+	for i := range w.nodes {
+		w.nodes[i].holds = w.nodes[i].holds[:0]
+	}
+	for k, r := range w.holds {
+		if ni, ok := w.byName[r.Node]; ok {
+			w.nodes[ni].holds = append(w.nodes[ni].holds, int32(k))
+		}
+	}
+}

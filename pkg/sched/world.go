@@ -1,0 +1,367 @@
+package sched
+
+import (
+	"math/bits"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// world is the scratch state of one Schedule call: node free resources, the
+// bucket index and reservations, mutated as the cycle places replicas. It is
+// built from the Snapshot, which it never writes.
+type world struct {
+	snap   *Snapshot
+	nodes  []wnode
+	byName map[structs.NodeID]int32
+	groups []*group
+	// groupsOf[cluster][pool] lists group indices for that pool.
+	clusters []structs.ClusterID
+	pools    []*structs.Pool // index 0 is the public pool
+	poolIdx  map[structs.PoolID]int16
+	projPool map[structs.ProjectID]int16
+
+	tasks    []wtask
+	liveOf   map[structs.JobID][]int32 // live tasks (current attempt, not stopping) per job
+	victim   map[structs.JobID]bool    // jobs being preempted (snapshot or this cycle)
+	usage    map[structs.Scope]structs.ResourceList
+	holds    []Reservation
+	selCache map[string][]int8 // selector -> per node 0 unknown, 1 match, 2 no
+	sels     map[string]selector
+}
+
+type wnode struct {
+	n        *structs.Node
+	cluster  int16
+	pool     int16
+	group    int32
+	ready    bool
+	tainted  bool // has NoSchedule/NoExecute taints
+	shareCPU int64
+	shareMem int64
+	freeCPU  int64
+	freeMem  int64
+	accels   structs.AccelMask // free and healthy
+	devices  map[string]int64  // free edge devices; nil when none
+	holds    []int32           // indices into world.holds
+	tasks    []int32           // live tasks on the node
+	key, pos int32             // bucket membership
+}
+
+type wtask struct {
+	t   *structs.Task
+	job *structs.Job // nil if the job is unknown
+	ni  int32        // node index, -1 if the node is unknown
+	off bool         // removed in a what-if
+}
+
+// group is the set of nodes in one (cluster, pool, class) with a bucket
+// index. class is an accelerator type, "" for CPU nodes or "#dev" for
+// edge-device nodes.
+type group struct {
+	cluster int16
+	pool    int16
+	class   string
+	accel   bool
+	idx     *buckets
+	nodes   []int32
+}
+
+const deviceClass = "#dev"
+
+func newWorld(snap *Snapshot) *world {
+	w := &world{
+		snap:     snap,
+		byName:   make(map[structs.NodeID]int32, len(snap.Nodes)),
+		poolIdx:  map[structs.PoolID]int16{structs.PublicPool: 0},
+		projPool: map[structs.ProjectID]int16{},
+		liveOf:   map[structs.JobID][]int32{},
+		victim:   map[structs.JobID]bool{},
+		usage:    map[structs.Scope]structs.ResourceList{},
+		selCache: map[string][]int8{},
+		sels:     map[string]selector{},
+	}
+	w.pools = append(w.pools, &structs.Pool{Name: structs.PublicPool})
+	for _, p := range snap.Pools {
+		if p.IsPublic() {
+			continue
+		}
+		w.poolIdx[p.Name] = int16(len(w.pools))
+		w.projPool[p.Project] = int16(len(w.pools))
+		w.pools = append(w.pools, p)
+	}
+	w.buildNodes()
+	w.buildTasks()
+	for i := range w.nodes {
+		w.file(int32(i))
+	}
+	return w
+}
+
+func (w *world) clusterIdx(c structs.ClusterID) int16 {
+	for i, x := range w.clusters {
+		if x == c {
+			return int16(i)
+		}
+	}
+	w.clusters = append(w.clusters, c)
+	return int16(len(w.clusters) - 1)
+}
+
+func (w *world) buildNodes() {
+	w.nodes = make([]wnode, len(w.snap.Nodes))
+	gkey := map[string]int32{}
+	for i, n := range w.snap.Nodes {
+		wn := &w.nodes[i]
+		wn.n = n
+		wn.cluster = w.clusterIdx(n.Cluster)
+		p, ok := w.poolIdx[n.PoolName()]
+		if !ok {
+			p = -1 // a pool nobody defined: never eligible
+		}
+		wn.pool = p
+		wn.ready = n.State == structs.NodeReady || n.State == ""
+		for _, t := range n.Taints {
+			if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+				wn.tainted = true
+			}
+		}
+		wn.shareCPU, wn.shareMem = n.AccelShare()
+		wn.freeCPU, wn.freeMem = n.Capacity.MilliCPU, n.Capacity.Memory
+		if a := n.Capacity.Accels; a > 0 {
+			wn.accels = structs.AccelMask(1<<uint(min(a, 64)) - 1)
+			if a >= 64 {
+				wn.accels = ^structs.AccelMask(0)
+			}
+			for _, q := range n.QuarantinedAccels {
+				if q >= 0 && q < 64 {
+					wn.accels &^= 1 << uint(q)
+				}
+			}
+		}
+		if len(n.Capacity.Devices) > 0 {
+			wn.devices = make(map[string]int64, len(n.Capacity.Devices))
+			for k, v := range n.Capacity.Devices {
+				wn.devices[k] = v
+			}
+		}
+		w.byName[n.Name] = int32(i)
+		class := ""
+		switch {
+		case n.Capacity.Accels > 0:
+			class = n.Capacity.AccelType
+		case len(n.Capacity.Devices) > 0:
+			class = deviceClass
+		}
+		k := string(n.Cluster) + "\x00" + string(n.PoolName()) + "\x00" + class
+		gi, ok := gkey[k]
+		if !ok {
+			gi = int32(len(w.groups))
+			gkey[k] = gi
+			w.groups = append(w.groups, &group{cluster: wn.cluster, pool: p, class: class, accel: n.Capacity.Accels > 0})
+		}
+		wn.group = gi
+		w.groups[gi].nodes = append(w.groups[gi].nodes, int32(i))
+	}
+	for _, g := range w.groups {
+		maxKey := 0
+		for _, i := range g.nodes {
+			maxKey = max(maxKey, w.keyOf(i, g))
+		}
+		if !g.accel {
+			maxKey = min(maxKey, maxCPUKey)
+		}
+		g.idx = newBuckets(maxKey)
+	}
+	// Deterministic group order: cluster, pool, class.
+	order := make([]int, len(w.groups))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ga, gb := w.groups[a], w.groups[b]
+		if ga.cluster != gb.cluster {
+			return int(ga.cluster) - int(gb.cluster)
+		}
+		if ga.pool != gb.pool {
+			return int(ga.pool) - int(gb.pool)
+		}
+		return strings.Compare(ga.class, gb.class)
+	})
+	sorted := make([]*group, len(order))
+	remap := make([]int32, len(order))
+	for newI, oldI := range order {
+		sorted[newI] = w.groups[oldI]
+		remap[oldI] = int32(newI)
+	}
+	w.groups = sorted
+	for i := range w.nodes {
+		w.nodes[i].group = remap[w.nodes[i].group]
+	}
+}
+
+// keyOf is node i's bucket key in its group.
+func (w *world) keyOf(i int32, g *group) int {
+	n := &w.nodes[i]
+	if g.accel {
+		return n.accels.Count()
+	}
+	return int(n.freeCPU / 1000)
+}
+
+func (w *world) file(i int32) {
+	g := w.groups[w.nodes[i].group]
+	g.idx.add(w, i, w.keyOf(i, g))
+}
+
+func (w *world) refile(i int32) {
+	g := w.groups[w.nodes[i].group]
+	g.idx.move(w, i, w.keyOf(i, g))
+}
+
+func (w *world) buildTasks() {
+	jobs := w.snap.Jobs
+	w.tasks = make([]wtask, len(w.snap.Tasks))
+	for k, t := range w.snap.Tasks {
+		wt := &w.tasks[k]
+		wt.t, wt.job, wt.ni = t, jobs[t.Job], -1
+		if !t.State.HoldsResources() {
+			wt.off = true
+			continue
+		}
+		if t.State == structs.TaskStopping {
+			w.victim[t.Job] = true
+		}
+		if i, ok := w.byName[t.Node]; ok {
+			wt.ni = i
+			n := &w.nodes[i]
+			n.freeCPU -= t.Resources.MilliCPU
+			n.freeMem -= t.Resources.Memory
+			n.accels &^= t.Accels
+			for d, c := range t.Resources.Devices {
+				if n.devices != nil {
+					n.devices[d] -= c
+				}
+			}
+			n.tasks = append(n.tasks, int32(k))
+		}
+		if j := wt.job; j != nil && t.Attempt == j.Attempt && t.State != structs.TaskStopping {
+			w.liveOf[t.Job] = append(w.liveOf[t.Job], int32(k))
+		}
+	}
+	for s, l := range w.snap.Usage {
+		w.usage[s] = l.Clone()
+	}
+}
+
+// removeTask frees task k's resources (a what-if for preemption).
+func (w *world) removeTask(k int32) {
+	wt := &w.tasks[k]
+	if wt.off || wt.ni < 0 {
+		return
+	}
+	wt.off = true
+	n := &w.nodes[wt.ni]
+	n.freeCPU += wt.t.Resources.MilliCPU
+	n.freeMem += wt.t.Resources.Memory
+	n.accels |= wt.t.Accels
+	for d, c := range wt.t.Resources.Devices {
+		if n.devices != nil {
+			n.devices[d] += c
+		}
+	}
+	w.refile(wt.ni)
+}
+
+// restoreTask undoes removeTask.
+func (w *world) restoreTask(k int32) {
+	wt := &w.tasks[k]
+	if !wt.off || wt.ni < 0 {
+		return
+	}
+	wt.off = false
+	n := &w.nodes[wt.ni]
+	n.freeCPU -= wt.t.Resources.MilliCPU
+	n.freeMem -= wt.t.Resources.Memory
+	n.accels &^= wt.t.Accels
+	for d, c := range wt.t.Resources.Devices {
+		if n.devices != nil {
+			n.devices[d] -= c
+		}
+	}
+	w.refile(wt.ni)
+}
+
+// assignment is one replica put on a node in this cycle; undo reverses it.
+type assignment struct {
+	ni     int32
+	res    structs.Resources
+	accels structs.AccelMask
+}
+
+// take allocates a on its node (a.accels chosen here) and refiles it.
+func (w *world) take(ni int32, res structs.Resources) assignment {
+	n := &w.nodes[ni]
+	a := assignment{ni: ni, res: res}
+	if res.Accels > 0 {
+		free := uint64(n.accels)
+		for c := res.Accels; c > 0; c-- {
+			b := free & -free
+			a.accels |= structs.AccelMask(b)
+			free &^= b
+		}
+		n.accels &^= a.accels
+	}
+	n.freeCPU -= res.MilliCPU
+	n.freeMem -= res.Memory
+	for d, c := range res.Devices {
+		n.devices[d] -= c
+	}
+	w.refile(ni)
+	return a
+}
+
+func (w *world) undo(a assignment) {
+	n := &w.nodes[a.ni]
+	n.accels |= a.accels
+	n.freeCPU += a.res.MilliCPU
+	n.freeMem += a.res.Memory
+	for d, c := range a.res.Devices {
+		n.devices[d] += c
+	}
+	w.refile(a.ni)
+}
+
+// held sums the resources held on node ni by reservations of jobs other
+// than j with priority at least p (lower-priority reservations do not bind).
+func (w *world) held(ni int32, j structs.JobID, p structs.Priority) (cpu, mem, acc int64, by structs.JobID) {
+	for _, h := range w.nodes[ni].holds {
+		r := &w.holds[h]
+		if r.Job == j {
+			continue
+		}
+		if rj := w.snap.Jobs[r.Job]; rj != nil && rj.Priority < p {
+			continue
+		}
+		cpu += r.Resources.MilliCPU
+		mem += r.Resources.Memory
+		acc += r.Resources.Accels
+		by = r.Job
+	}
+	return
+}
+
+// hold records reservation r.
+func (w *world) hold(r Reservation) {
+	ni, ok := w.byName[r.Node]
+	if !ok {
+		return
+	}
+	w.holds = append(w.holds, r)
+	w.nodes[ni].holds = append(w.nodes[ni].holds, int32(len(w.holds)-1))
+}
+
+func popcount(m structs.AccelMask) int64 { return int64(bits.OnesCount64(uint64(m))) }
