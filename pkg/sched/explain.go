@@ -26,7 +26,7 @@ func (w *world) explain(f failure, cache map[string]*Why) *Why {
 			return why
 		}
 	}
-	why := w.explainNodes(j)
+	why := w.explainNodes(j, false)
 	if f.quota != nil {
 		why.Quota = f.quota
 	}
@@ -71,7 +71,10 @@ func (w *world) reservedBy(j *structs.Job) string {
 
 // explainNodes counts, over the nodes of j's clusters, why each rejects a
 // replica of j's own shape, and whether j could ever fit.
-func (w *world) explainNodes(j *structs.Job) *Why {
+// With hw set only hardware counts (pools, node classes, capacity, a pinned
+// node): selectors, taints, affinity and readiness can change, so they never
+// make a job refused at submit (C02, C26).
+func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 	s := j.ShapeAt(0)
 	r := s.Resources
 	pools := w.eligiblePools(j)
@@ -110,6 +113,9 @@ func (w *world) explainNodes(j *structs.Job) *Why {
 			rs = rClass
 		default:
 			rs = w.nodeCheck(c, ni)
+			if hw && rs != rNodeName {
+				rs = rOK
+			}
 			if rs == rOK || rs == rSpread {
 				if rc := w.capacityCheck(ni, r); rc != rOK {
 					rs = rc
@@ -150,10 +156,7 @@ func (w *world) explainNodes(j *structs.Job) *Why {
 		why.Filtered = append(why.Filtered, Count{Reason: fmt.Sprintf("node %s does not exist", j.NodeName), Nodes: 0})
 	}
 	if j.IsGang() || need > 1 {
-		why.Gang = &GangShortfall{Needed: need, Fit: min(nowSlots, need)}
-		if why.NeverFits {
-			why.Gang.Fit = min(everSlots, need)
-		}
+		why.Gang = &GangShortfall{Needed: need, Fit: min(nowSlots, need), MaxFit: min(everSlots, need)}
 	}
 	if r.Accels > 0 && !why.NeverFits && frag.MaxFree < r.Accels && frag.TotalFree >= r.Accels*int64(need) {
 		if frag.AccelType == "" {

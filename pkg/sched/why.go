@@ -61,10 +61,11 @@ type Fragmentation struct {
 	Needed    int64  `json:"needed"` // per replica
 }
 
-// GangShortfall: Fit of Needed replicas fit now.
+// GangShortfall: Fit of Needed replicas fit now, MaxFit on empty nodes.
 type GangShortfall struct {
 	Needed int `json:"needed"`
 	Fit    int `json:"fit"`
+	MaxFit int `json:"maxFit"`
 }
 
 func formatKey(k structs.ResourceKey, v int64) string {
@@ -87,7 +88,7 @@ func (w *Why) render(prefix string) {
 		parts = append(parts, w.Quota.String())
 	}
 	if w.Gang != nil {
-		parts = append(parts, fmt.Sprintf("gang needs %d replicas, %d fit", w.Gang.Needed, w.Gang.Fit))
+		parts = append(parts, fmt.Sprintf("gang needs %d replicas: %d fit now, at most %d on empty nodes", w.Gang.Needed, w.Gang.Fit, w.Gang.MaxFit))
 	}
 	if w.Fragmentation != nil {
 		f := w.Fragmentation

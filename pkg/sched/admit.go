@@ -1,0 +1,158 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Admission is what accepting a job at submit does to quota.
+type Admission struct {
+	Scope  structs.Scope        // charged scope; "" when nothing is charged
+	Charge structs.ResourceList // nil for high and low jobs
+	// PoolOnly: accepted without public quota; may run only in its
+	// project's pool.
+	PoolOnly bool
+}
+
+// Errors Admit returns; callers branch with errors.Is / errors.As.
+var (
+	ErrQuotaExceeded = errors.New("quota exceeded")
+	ErrUnsatisfiable = errors.New("can never fit")
+	ErrNotAllowed    = errors.New("not allowed")
+)
+
+// QuotaError refuses a submission that would exceed its scope's quota.
+type QuotaError struct{ QuotaShortfall }
+
+func (e *QuotaError) Error() string { return e.QuotaShortfall.String() }
+
+// Unwrap lets errors.Is match ErrQuotaExceeded.
+func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
+
+// UnsatisfiableError refuses a job no node could ever hold.
+type UnsatisfiableError struct{ Why *Why }
+
+func (e *UnsatisfiableError) Error() string { return e.Why.Message }
+
+// Unwrap lets errors.Is match ErrUnsatisfiable.
+func (e *UnsatisfiableError) Unwrap() error { return ErrUnsatisfiable }
+
+// Admit decides whether job j (already validated) is accepted onto the
+// cluster in snap and what it charges. A normal job charges its scope at
+// submit: pending jobs hold quota (DESIGN §4). A normal job over quota is
+// refused, unless its project has a pool: then it is accepted uncharged and
+// may run only in that pool. High jobs need a project pool; high and low
+// jobs charge nothing. Jobs that could never fit, on any shape, are refused
+// (C11), as are unknown accelerator types and nodes (C07, C26); only
+// hardware counts for that, since tags, taints and readiness change. Admit does
+// not change snap.
+func Admit(snap *Snapshot, j *structs.Job) (Admission, error) {
+	w := newWorld(snap)
+	if err := w.checkKnown(j); err != nil {
+		return Admission{}, err
+	}
+	var pool *structs.Pool
+	if j.Project != "" {
+		if pi, ok := w.projPool[j.Project]; ok {
+			pool = w.pools[pi]
+			if !pool.HasMember(j.Owner) {
+				return Admission{}, fmt.Errorf("user %s is not a member of project %s (pool %s): %w", j.Owner, j.Project, pool.Name, ErrNotAllowed)
+			}
+		}
+	}
+	if j.Priority == structs.PriorityHigh && pool == nil {
+		return Admission{}, fmt.Errorf("priority high runs only in a project's pool; project %q has no pool: use normal or low: %w", j.Project, ErrNotAllowed)
+	}
+	// Never-fit check over every shape, on empty nodes.
+	var first *Why
+	fits := false
+	for i := 0; i < j.NumShapes() && !fits; i++ {
+		jj := *j
+		s := j.ShapeAt(i)
+		jj.Replicas, jj.Resources, jj.Fallbacks = s.Replicas, s.Resources, nil
+		why := w.explainNodes(&jj, true)
+		if !why.NeverFits {
+			fits = true
+		} else if first == nil {
+			first = why
+		}
+	}
+	if !fits {
+		first.render("can never fit")
+		return Admission{}, &UnsatisfiableError{Why: first}
+	}
+	if j.Priority != structs.PriorityNormal {
+		return Admission{}, nil
+	}
+	scope := j.ChargeScope()
+	charge := structs.Charge(j.ShapeAt(0))
+	jj := *j
+	jj.Charged = nil
+	if q := w.quotaCheck(&jj, charge); q != nil {
+		if pool != nil {
+			return Admission{PoolOnly: true}, nil
+		}
+		if _, ok := snap.Quotas[scope]; !ok {
+			return Admission{}, &QuotaError{QuotaShortfall{Scope: scope, Key: q.Key, Asked: q.Asked, Used: q.Used, Limit: 0}}
+		}
+		return Admission{}, &QuotaError{*q}
+	}
+	return Admission{Scope: scope, Charge: charge}, nil
+}
+
+// checkKnown refuses accelerator and device types and pinned nodes and
+// clusters that no node has, naming what exists.
+func (w *world) checkKnown(j *structs.Job) error {
+	accel, dev := map[string]bool{}, map[string]bool{}
+	clusters := map[structs.ClusterID]bool{}
+	for i := range w.nodes {
+		n := w.nodes[i].n
+		clusters[n.Cluster] = true
+		if n.Capacity.Accels > 0 {
+			accel[n.Capacity.AccelType] = true
+		}
+		for d := range n.Capacity.Devices {
+			dev[d] = true
+		}
+	}
+	for i := 0; i < j.NumShapes(); i++ {
+		r := j.ShapeAt(i).Resources
+		if r.Accels > 0 && r.AccelType != "" && !accel[r.AccelType] {
+			return fmt.Errorf("unknown accelerator type %q: this cluster has %s", r.AccelType, known(accel))
+		}
+		for d := range r.Devices {
+			if !dev[d] {
+				return fmt.Errorf("unknown device type %q: this cluster has %s", d, known(dev))
+			}
+		}
+	}
+	if j.NodeName != "" {
+		if _, ok := w.byName[j.NodeName]; !ok {
+			return fmt.Errorf("node %s does not exist: %w", j.NodeName, ErrUnsatisfiable)
+		}
+	}
+	if j.Cluster != "" && !clusters[j.Cluster] {
+		names := map[string]bool{}
+		for c := range clusters {
+			names[string(c)] = true
+		}
+		return fmt.Errorf("cluster %q does not exist: known clusters are %s", j.Cluster, known(names))
+	}
+	return nil
+}
+
+func known(m map[string]bool) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}

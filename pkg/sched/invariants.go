@@ -1,0 +1,130 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// CheckInvariants checks the promises of DESIGN §10 on a state: no node
+// over capacity, no accelerator in two tasks or quarantined, quota usage
+// equal to the sum of the charges of the jobs, never below zero, and every
+// gang with 0 or all of its replicas placed. It returns every violation.
+func CheckInvariants(snap *Snapshot) error {
+	var errs []error
+	nodes := map[structs.NodeID]*structs.Node{}
+	for _, n := range snap.Nodes {
+		nodes[n.Name] = n
+	}
+	type use struct {
+		cpu, mem int64
+		accels   structs.AccelMask
+		devices  map[string]int64
+	}
+	used := map[structs.NodeID]*use{}
+	perJob := map[structs.JobID]int{}
+	for _, t := range snap.Tasks {
+		if !t.State.HoldsResources() {
+			continue
+		}
+		n := nodes[t.Node]
+		if n == nil {
+			errs = append(errs, fmt.Errorf("task %s is on unknown node %s", t.ID, t.Node))
+			continue
+		}
+		u := used[t.Node]
+		if u == nil {
+			u = &use{devices: map[string]int64{}}
+			used[t.Node] = u
+		}
+		if u.accels&t.Accels != 0 {
+			errs = append(errs, fmt.Errorf("node %s: accelerators %v of task %s are already in another task", t.Node, (u.accels & t.Accels).Indices(), t.ID))
+		}
+		for _, q := range n.QuarantinedAccels {
+			if t.Accels&(1<<uint(q)) != 0 && t.State != structs.TaskStopping {
+				errs = append(errs, fmt.Errorf("node %s: task %s holds quarantined accelerator %d", t.Node, t.ID, q))
+			}
+		}
+		if int64(t.Accels.Count()) != t.Resources.Accels {
+			errs = append(errs, fmt.Errorf("task %s holds %d accelerators but asks %d", t.ID, t.Accels.Count(), t.Resources.Accels))
+		}
+		u.accels |= t.Accels
+		u.cpu += t.Resources.MilliCPU
+		u.mem += t.Resources.Memory
+		for d, c := range t.Resources.Devices {
+			u.devices[d] += c
+		}
+		if j := snap.Jobs[t.Job]; j != nil && t.Attempt == j.Attempt && t.State != structs.TaskStopping {
+			perJob[t.Job]++
+		}
+	}
+	for name, u := range used {
+		n := nodes[name]
+		c := n.Capacity
+		if u.cpu > c.MilliCPU || u.mem > c.Memory {
+			errs = append(errs, fmt.Errorf("node %s over capacity: cpu %d/%d millicores, memory %d/%d bytes", name, u.cpu, c.MilliCPU, u.mem, c.Memory))
+		}
+		if c.Accels < 64 && uint64(u.accels)>>uint(c.Accels) != 0 {
+			errs = append(errs, fmt.Errorf("node %s: accelerator index beyond its %d accelerators", name, c.Accels))
+		}
+		for d, v := range u.devices {
+			if v > c.Devices[d] {
+				errs = append(errs, fmt.Errorf("node %s over capacity: device %s %d/%d", name, d, v, c.Devices[d]))
+			}
+		}
+	}
+	// Quota: usage equals the recomputed sum of charges, never negative.
+	sum := map[structs.Scope]structs.ResourceList{}
+	for _, j := range snap.Jobs {
+		if len(j.Charged) == 0 || j.State.Ended() {
+			continue
+		}
+		if sum[j.ChargedScope] == nil {
+			sum[j.ChargedScope] = structs.ResourceList{}
+		}
+		for k, v := range j.Charged {
+			sum[j.ChargedScope][k] += v
+		}
+	}
+	scopes := map[structs.Scope]bool{}
+	for s := range sum {
+		scopes[s] = true
+	}
+	for s := range snap.Usage {
+		scopes[s] = true
+	}
+	for s := range scopes {
+		keys := map[structs.ResourceKey]bool{}
+		for k := range sum[s] {
+			keys[k] = true
+		}
+		for k := range snap.Usage[s] {
+			keys[k] = true
+		}
+		for k := range keys {
+			if got, want := snap.Usage[s][k], sum[s][k]; got != want || got < 0 {
+				errs = append(errs, fmt.Errorf("quota usage of %s %s is %d, charged jobs sum to %d", s, k, got, want))
+			}
+		}
+	}
+	// Gangs: 0 or all replicas of the current attempt placed.
+	ids := make([]structs.JobID, 0, len(snap.Jobs))
+	for id := range snap.Jobs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		j := snap.Jobs[id]
+		if !j.IsGang() || j.State.Ended() {
+			continue
+		}
+		n := perJob[id]
+		want := j.ShapeAt(j.Shape).Replicas
+		if j.State == structs.JobScheduled && n != want || j.State == structs.JobPending && n != 0 {
+			errs = append(errs, fmt.Errorf("gang %s (%s) has %d of %d replicas placed", id, j.State, n, want))
+		}
+	}
+	return errors.Join(errs...)
+}

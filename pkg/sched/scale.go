@@ -1,0 +1,98 @@
+package sched
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// ScaleDown says which replicas of service j stop when it is scaled from
+// j.Replicas to replicas, given its live tasks (DESIGN §4, C06, C24):
+// pending replicas go first (they hold no node), then failed or
+// crash-looping ones, then starting ones, then running ones, newest first.
+// Survivors whose index is now out of range take the freed indices, so the
+// service's replica indices stay 0..replicas-1.
+type ScaleDownPlan struct {
+	Stop    []structs.TaskID
+	Reindex map[structs.TaskID]int // survivor -> new replica index
+}
+
+// ScaleDown plans scaling j down to replicas. It refuses to go below
+// minAvailable or below one replica.
+func ScaleDown(j *structs.Job, live []*structs.Task, replicas int) (ScaleDownPlan, error) {
+	var p ScaleDownPlan
+	if replicas < 1 {
+		return p, fmt.Errorf("replicas %d is not allowed: scale to at least 1 (cancel the job to stop it)", replicas)
+	}
+	if replicas < j.MinAvailable {
+		return p, fmt.Errorf("replicas %d is below minAvailable %d: lower minAvailable first", replicas, j.MinAvailable)
+	}
+	if replicas >= j.Replicas {
+		return p, nil
+	}
+	tasks := slices.Clone(live)
+	// Pending replicas are those without a task; they go first.
+	drop := j.Replicas - replicas - (j.Replicas - len(tasks))
+	if drop <= 0 {
+		// Only pending replicas go; survivors may still need new indices.
+		return reindex(p, tasks, nil, replicas), nil
+	}
+	rank := func(t *structs.Task) int {
+		switch {
+		case t.State == structs.TaskFailed || t.State == structs.TaskLost || (t.Restarts > 0 && !t.Healthy):
+			return 0
+		case t.State == structs.TaskScheduled || (t.State == structs.TaskRunning && !t.Healthy && j.Kind == structs.KindService):
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(tasks, func(a, b *structs.Task) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Index, a.Index)
+	})
+	stopped := map[structs.TaskID]bool{}
+	for _, t := range tasks[:drop] {
+		p.Stop = append(p.Stop, t.ID)
+		stopped[t.ID] = true
+	}
+	return reindex(p, tasks, stopped, replicas), nil
+}
+
+// reindex gives survivors with index >= replicas the free indices below it.
+func reindex(p ScaleDownPlan, tasks []*structs.Task, stopped map[structs.TaskID]bool, replicas int) ScaleDownPlan {
+	taken := make([]bool, replicas)
+	var out []*structs.Task
+	for _, t := range tasks {
+		if stopped[t.ID] {
+			continue
+		}
+		if t.Index < replicas {
+			taken[t.Index] = true
+		} else {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *structs.Task) int { return cmp.Compare(a.Index, b.Index) })
+	free := 0
+	for _, t := range out {
+		for free < replicas && taken[free] {
+			free++
+		}
+		if free == replicas {
+			break
+		}
+		if p.Reindex == nil {
+			p.Reindex = map[structs.TaskID]int{}
+		}
+		p.Reindex[t.ID] = free
+		taken[free] = true
+	}
+	return p
+}

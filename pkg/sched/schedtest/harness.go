@@ -1,0 +1,306 @@
+package schedtest
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Harness is a small in-memory coordinator: it submits jobs through
+// sched.Admit, runs sched.Schedule cycles and applies the plans the way the
+// state machine does (tasks created Running, victims stopped then requeued,
+// timeouts failed, quota charged and released), checking
+// sched.CheckInvariants after every step.
+type Harness struct {
+	T    testing.TB
+	Snap *sched.Snapshot
+	Now  time.Time
+	// Last is the most recent plan.
+	Last *sched.Plan
+	seq  int
+}
+
+// New returns a harness over nodes with a fixed clock.
+func New(t testing.TB, nodes ...*structs.Node) *Harness {
+	return &Harness{T: t, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Snap: &sched.Snapshot{
+		Nodes:  nodes,
+		Quotas: map[structs.Scope]structs.ResourceList{},
+		Usage:  map[structs.Scope]structs.ResourceList{},
+		Jobs:   map[structs.JobID]*structs.Job{},
+	}}
+}
+
+// Quota sets a scope's limits.
+func (h *Harness) Quota(s structs.Scope, l structs.ResourceList) { h.Snap.Quotas[s] = l }
+
+// Pool adds a project pool.
+func (h *Harness) Pool(p *structs.Pool) { h.Snap.Pools = append(h.Snap.Pools, p) }
+
+// Advance moves the clock.
+func (h *Harness) Advance(d time.Duration) { h.Now = h.Now.Add(d) }
+
+// Node returns the node named n.
+func (h *Harness) Node(n string) *structs.Node {
+	for _, x := range h.Snap.Nodes {
+		if string(x.Name) == n {
+			return x
+		}
+	}
+	h.T.Fatalf("no node %s", n)
+	return nil
+}
+
+// Submit admits j (a copy) at the current time and stores it.
+func (h *Harness) Submit(j *structs.Job) error {
+	h.T.Helper()
+	if _, dup := h.Snap.Jobs[j.ID]; dup {
+		return errAlreadyExists(j.ID)
+	}
+	a, err := sched.Admit(h.Snap, j)
+	if err != nil {
+		return err
+	}
+	jj := *j
+	jj.State, jj.SubmitTime, jj.PendingSince = structs.JobPending, h.Now, h.Now
+	jj.PoolOnly = a.PoolOnly
+	if a.Charge != nil {
+		jj.ChargedScope, jj.Charged = a.Scope, a.Charge
+		h.charge(a.Scope, nil, a.Charge)
+	}
+	h.Snap.Jobs[jj.ID] = &jj
+	h.check()
+	return nil
+}
+
+// MustSubmit submits and fails the test on error.
+func (h *Harness) MustSubmit(j *structs.Job) {
+	h.T.Helper()
+	require.NoError(h.T, h.Submit(j))
+}
+
+type errAlreadyExists structs.JobID
+
+func (e errAlreadyExists) Error() string { return "job " + string(e) + " already exists" }
+
+func (h *Harness) charge(s structs.Scope, old, new structs.ResourceList) {
+	u := h.Snap.Usage[s]
+	if u == nil {
+		u = structs.ResourceList{}
+		h.Snap.Usage[s] = u
+	}
+	for k, v := range old {
+		u[k] -= v
+	}
+	for k, v := range new {
+		u[k] += v
+	}
+	for k, v := range u {
+		if v == 0 {
+			delete(u, k)
+		}
+	}
+}
+
+// Pending lists jobs that want replicas: pending jobs and services short
+// of replicas.
+func (h *Harness) Pending() []*structs.Job {
+	live := map[structs.JobID]int{}
+	for _, t := range h.Snap.Tasks {
+		if j := h.Snap.Jobs[t.Job]; j != nil && t.Attempt == j.Attempt && t.State.HoldsResources() && t.State != structs.TaskStopping {
+			live[t.Job]++
+		}
+	}
+	var out []*structs.Job
+	for _, id := range slices.Sorted(maps.Keys(h.Snap.Jobs)) {
+		j := h.Snap.Jobs[id]
+		if j.State == structs.JobPending || (j.Kind == structs.KindService && !j.State.Ended() && live[id] < j.ShapeAt(j.Shape).Replicas) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// Cycle runs one scheduling cycle and applies its plan.
+func (h *Harness) Cycle() *sched.Plan {
+	h.T.Helper()
+	h.seq++
+	h.Snap.Index = uint64(h.seq)
+	p := sched.Schedule(h.Snap, sched.Input{Pending: h.Pending(), Now: h.Now, Seed: uint64(h.seq)})
+	h.Last = p
+	h.Apply(p)
+	return p
+}
+
+// Apply applies plan p as the state machine would.
+func (h *Harness) Apply(p *sched.Plan) {
+	h.T.Helper()
+	for _, pl := range p.Placements {
+		j := h.Snap.Jobs[pl.Job]
+		require.NotNil(h.T, j, "placement for unknown job %s", pl.Job)
+		for _, tp := range pl.Tasks {
+			h.Snap.Tasks = append(h.Snap.Tasks, &structs.Task{
+				ID: structs.MakeTaskID(j.ID, tp.Index, j.Attempt), Job: j.ID, Index: tp.Index, Attempt: j.Attempt,
+				Node: tp.Node, Pool: tp.Pool, Priority: j.Priority, State: structs.TaskRunning,
+				Resources: tp.Resources, Accels: tp.Accels, Healthy: true,
+				ScheduledAt: h.Now, StartedAt: h.Now,
+			})
+		}
+		scope := j.ChargedScope
+		if scope == "" {
+			scope = j.ChargeScope()
+		}
+		h.charge(scope, j.Charged, pl.Charge)
+		j.Charged, j.ChargedScope = pl.Charge, ""
+		if pl.Charge != nil {
+			j.ChargedScope = scope
+		}
+		j.Shape = pl.Shape
+		if j.State == structs.JobPending {
+			j.State, j.Reason = structs.JobRunning, ""
+		}
+	}
+	for _, pr := range p.Preemptions {
+		ids := map[structs.TaskID]bool{}
+		for _, id := range pr.Tasks {
+			ids[id] = true
+		}
+		for _, t := range h.Snap.Tasks {
+			if ids[t.ID] {
+				t.State = structs.TaskStopping
+			}
+		}
+	}
+	for _, to := range p.Timeouts {
+		h.end(to.Job, structs.JobFailed, to.Reason)
+	}
+	h.Snap.Reservations = p.Reservations
+	h.check()
+}
+
+// Settle lets every Stopping task stop: preempted jobs return to Pending
+// with their attempt raised.
+func (h *Harness) Settle() {
+	h.T.Helper()
+	requeue := map[structs.JobID]bool{}
+	kept := h.Snap.Tasks[:0]
+	for _, t := range h.Snap.Tasks {
+		if t.State == structs.TaskStopping {
+			requeue[t.Job] = true
+			continue
+		}
+		kept = append(kept, t)
+	}
+	h.Snap.Tasks = kept
+	for _, id := range slices.Sorted(maps.Keys(requeue)) {
+		j := h.Snap.Jobs[id]
+		if j == nil || j.State.Ended() {
+			continue
+		}
+		// Stop any sibling still running: a gang is evicted whole.
+		for _, t := range h.Snap.Tasks {
+			mustf(!(t.Job == id && t.Attempt == j.Attempt), "task %s of preempted job still live", t.ID)
+		}
+		j.State, j.Reason = structs.JobPending, structs.ReasonPreempted
+		j.Attempt++
+		j.Preemptions++
+		j.PendingSince = h.Now
+	}
+	h.check()
+}
+
+// Finish ends job id with state s (Succeeded, Failed, Cancelled),
+// releasing its tasks and quota.
+func (h *Harness) Finish(id string, s structs.JobState) {
+	h.T.Helper()
+	h.end(structs.JobID(id), s, "")
+	h.check()
+}
+
+func (h *Harness) end(id structs.JobID, s structs.JobState, reason string) {
+	j := h.Snap.Jobs[id]
+	require.NotNil(h.T, j, "no job %s", id)
+	kept := h.Snap.Tasks[:0]
+	for _, t := range h.Snap.Tasks {
+		if t.Job != id {
+			kept = append(kept, t)
+		}
+	}
+	h.Snap.Tasks = kept
+	if j.Charged != nil {
+		h.charge(j.ChargedScope, j.Charged, nil)
+	}
+	j.Charged, j.ChargedScope = nil, ""
+	j.State, j.Reason = s, reason
+}
+
+// Job returns the stored job id.
+func (h *Harness) Job(id string) *structs.Job {
+	j := h.Snap.Jobs[structs.JobID(id)]
+	require.NotNil(h.T, j, "no job %s", id)
+	return j
+}
+
+// Tasks returns job id's tasks holding resources, by replica index.
+func (h *Harness) Tasks(id string) []*structs.Task {
+	var out []*structs.Task
+	for _, t := range h.Snap.Tasks {
+		if string(t.Job) == id && t.State.HoldsResources() {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *structs.Task) int { return cmp.Compare(a.Index, b.Index) })
+	return out
+}
+
+// NodesOf returns the node of each of job id's tasks, by replica index.
+func (h *Harness) NodesOf(id string) []string {
+	var out []string
+	for _, t := range h.Tasks(id) {
+		out = append(out, string(t.Node))
+	}
+	return out
+}
+
+// Usage returns scope s's usage of key k.
+func (h *Harness) Usage(s structs.Scope, k structs.ResourceKey) int64 { return h.Snap.Usage[s][k] }
+
+// Why returns the last plan's reason for job id (nil if placed).
+func (h *Harness) Why(id string) *sched.Why {
+	if h.Last == nil {
+		return nil
+	}
+	return h.Last.Pending[structs.JobID(id)]
+}
+
+// Victims lists the jobs the last plan preempted.
+func (h *Harness) Victims() []string {
+	var out []string
+	for _, p := range h.Last.Preemptions {
+		out = append(out, string(p.Victim))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// UsedAccels returns how many accelerators on node n are held.
+func (h *Harness) UsedAccels(n string) int {
+	c := 0
+	for _, t := range h.Snap.Tasks {
+		if string(t.Node) == n && t.State.HoldsResources() {
+			c += t.Accels.Count()
+		}
+	}
+	return c
+}
+
+func (h *Harness) check() {
+	h.T.Helper()
+	require.NoError(h.T, sched.CheckInvariants(h.Snap))
+}
