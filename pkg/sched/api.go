@@ -9,13 +9,13 @@ import (
 // Snapshot is the cluster state a decision is made on. Schedule never
 // mutates it or anything it points to.
 type Snapshot struct {
-	Index  uint64                                // Raft index the snapshot was taken at
-	Nodes  []*structs.Node                       // every known node
-	Pools  []*structs.Pool                       // project pools; the public pool is implicit
+	Index  uint64                                 // Raft index the snapshot was taken at
+	Nodes  []*structs.Node                        // every known node
+	Pools  []*structs.Pool                        // project pools; the public pool is implicit
 	Quotas map[structs.Scope]structs.ResourceList // public-pool limits per scope
 	Usage  map[structs.Scope]structs.ResourceList // quota charged now per scope
 	Jobs   map[structs.JobID]*structs.Job         // every job that has not ended
-	Tasks  []*structs.Task                       // tasks that hold resources (Scheduled, Running, Stopping)
+	Tasks  []*structs.Task                        // tasks that hold resources (Scheduled, Running, Stopping)
 	// Reservations made by earlier plans (preemptors waiting for victims to
 	// stop, the oldest blocked gang per pool).
 	Reservations []Reservation
@@ -28,6 +28,10 @@ type Input struct {
 	Pending []*structs.Job
 	Now     time.Time
 	Seed    uint64 // tie-break seed, e.g. snapshot index; same seed, same plan
+	// OnDecision, if set, is called after each job's decision (placed or
+	// not), in order. Benchmarks and metrics time decisions with it; the
+	// core itself reads no clock.
+	OnDecision func(job structs.JobID, placed bool)
 }
 
 // Plan is a scheduling decision. The caller commits it through Raft; the
@@ -38,7 +42,9 @@ type Plan struct {
 	Preemptions  []Preemption
 	Reservations []Reservation // the complete set to hold after this plan
 	Timeouts     []Timeout
-	Pending      map[structs.JobID]*Why // why each still-pending job did not place
+	// Pending says why each still-pending job did not place. Jobs asking
+	// the same question share one *Why: treat it as read-only.
+	Pending map[structs.JobID]*Why
 }
 
 // Placement places replicas of one job (a gang: all of them, in one pool).

@@ -9,7 +9,7 @@ import (
 
 // explain builds the why-pending reason for failure f, sharing results
 // between jobs whose placement questions are identical (cache).
-func (w *world) explain(f failure, cache map[string]*Why) *Why {
+func (w *world) explain(f failure, cache map[any]*Why) *Why {
 	j := f.j
 	if len(f.preempting) > 0 {
 		var names []string
@@ -21,40 +21,57 @@ func (w *world) explain(f failure, cache map[string]*Why) *Why {
 		return why
 	}
 	key := w.explainKey(j)
-	if key != "" && f.quota == nil {
-		if why, ok := cache[key]; ok {
-			return why
+	base, ok := cache[key]
+	if key == nil || !ok {
+		base = w.explainNodes(j, false)
+		prefix := "does not fit now"
+		if base.NeverFits {
+			prefix = "can never fit"
+		}
+		if by := w.reservedBy(j); by != "" && !base.NeverFits {
+			base.Waiting = "nodes are reserved for " + by
+		}
+		base.render(prefix)
+		if key != nil {
+			cache[key] = base
 		}
 	}
-	why := w.explainNodes(j, false)
-	if f.quota != nil {
-		why.Quota = f.quota
+	if f.quota == nil {
+		return base
 	}
-	prefix := "does not fit now"
-	if why.NeverFits {
-		prefix = "can never fit"
-	}
-	if f.quota != nil && !why.NeverFits {
-		prefix = "waiting for quota"
-	}
-	if by := w.reservedBy(j); by != "" && !why.NeverFits {
-		why.Waiting = "nodes are reserved for " + by
-	}
-	why.render(prefix)
-	if key != "" && f.quota == nil {
-		cache[key] = why
-	}
-	return why
+	why := *base
+	why.Quota = f.quota
+	why.render("waiting for quota")
+	return &why
 }
 
-// explainKey identifies the placement question of j; "" when the answer
+// whyKey is the placement question of a job without tolerations or
+// devices; jobs asking the same question share one Why.
+type whyKey struct {
+	prio            structs.Priority
+	project         structs.ProjectID
+	poolOnly, gang  bool
+	cluster         structs.ClusterID
+	node            structs.NodeID
+	selector        string
+	replicas, min   int
+	cpu, mem, accel int64
+	accelType       string
+}
+
+// explainKey identifies the placement question of j; nil when the answer
 // depends on j itself (live replicas, reservations, affinity, spread).
-func (w *world) explainKey(j *structs.Job) string {
+func (w *world) explainKey(j *structs.Job) any {
 	if len(w.liveOf[j.ID]) > 0 || len(j.Affinity.WithJobs)+len(j.Affinity.AwayFromJobs) > 0 || j.Affinity.SpreadReplicas || w.hasHolds(j.ID, "") {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("%d|%s|%t|%s|%s|%s|%v|%d|%t|%v", j.Priority, j.Project, j.PoolOnly, j.Cluster, j.NodeName, j.Selector,
-		j.Tolerations, j.Replicas, j.IsGang(), j.Resources)
+	r := j.Resources
+	k := whyKey{j.Priority, j.Project, j.PoolOnly, j.IsGang(), j.Cluster, j.NodeName, j.Selector, j.Replicas, j.MinAvailable,
+		r.MilliCPU, r.Memory, r.Accels, r.AccelType}
+	if len(j.Tolerations) > 0 || len(r.Devices) > 0 {
+		return fmt.Sprintf("%v|%v|%v", k, j.Tolerations, r.Devices)
+	}
+	return k
 }
 
 // reservedBy names a job holding a reservation j is blocked behind, if any.
@@ -89,7 +106,12 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 		inPool[p] = true
 	}
 	c := w.newCtx(j, s, pools, -1)
-	counts := map[string]int{}
+	type rkey struct {
+		rs     reason
+		detail string
+	}
+	counts := map[rkey]int{}
+	var order []rkey
 	need := len(w.missing(j, s.Replicas))
 	if !j.IsGang() {
 		need = min(need, max(1, j.MinAvailable-len(w.liveOf[j.ID])))
@@ -97,22 +119,29 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 	everSlots, nowSlots := 0, 0
 	var maxCap int64
 	frag := &Fragmentation{AccelType: r.AccelType, Needed: r.Accels}
-	for i := range w.nodes {
-		ni := int32(i)
-		nd := &w.nodes[ni]
-		if j.Cluster != "" && nd.n.Cluster != j.Cluster {
+	add := func(k rkey, n int) {
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k] += n
+	}
+	for _, g := range w.groups {
+		if j.Cluster != "" && w.clusters[g.cluster] != j.Cluster {
 			continue
 		}
-		why.Nodes++
-		g := w.groups[nd.group]
-		var rs reason
+		why.Nodes += len(g.nodes)
+		// Whole groups are rejected at once by pool and node class.
 		switch {
-		case nd.pool < 0 || !inPool[nd.pool]:
-			rs = rPool
+		case g.pool < 0 || !inPool[g.pool]:
+			add(rkey{rs: rPool}, len(g.nodes))
+			continue
 		case !classOK(g, r):
-			rs = rClass
-		default:
-			rs = w.nodeCheck(c, ni)
+			add(rkey{rs: rClass, detail: w.reasonText(rClass, c, g.nodes[0])}, len(g.nodes))
+			continue
+		}
+		for _, ni := range g.nodes {
+			nd := &w.nodes[ni]
+			rs := w.nodeCheck(c, ni)
 			if hw && rs != rNodeName {
 				rs = rOK
 			}
@@ -136,19 +165,37 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 				rs = w.freeCheck(ni, w.alloc(ni, r), j.ID, j.Priority)
 				if rs == rOK {
 					nowSlots += w.slots(c, ni, false)
+					continue
 				}
 			}
+			if rs == rCapacity && r.Accels > 0 {
+				maxCap = max(maxCap, nd.n.Capacity.Accels)
+			}
+			k := rkey{rs: rs}
+			switch rs {
+			case rTaint:
+				k.detail = firstTaint(nd.n, j.Tolerations)
+			case rReserved:
+				_, _, _, by := w.held(ni, j.ID, j.Priority)
+				k.detail = string(by)
+			case rBound:
+				k.detail = w.reasonText(rs, c, ni)
+			}
+			add(k, 1)
 		}
-		if rs == rOK {
-			continue
-		}
-		if rs == rCapacity && r.Accels > 0 {
-			maxCap = max(maxCap, nd.n.Capacity.Accels)
-		}
-		counts[w.reasonText(rs, c, ni)]++
 	}
-	for k, v := range counts {
-		why.Filtered = append(why.Filtered, Count{Reason: k, Nodes: v})
+	for _, k := range order {
+		text := k.detail
+		switch k.rs {
+		case rTaint:
+			text = "with untolerated taint " + k.detail
+		case rReserved:
+			text = "reserved for job " + k.detail
+		case rClass, rBound:
+		default:
+			text = w.reasonText(k.rs, c, -1)
+		}
+		why.Filtered = append(why.Filtered, Count{Reason: text, Nodes: counts[k]})
 	}
 	why.NeverFits = everSlots < need
 	if j.NodeName != "" && c.nodePin == -2 {
@@ -173,7 +220,10 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 // reasonText describes rejection reason rs of node ni for people.
 func (w *world) reasonText(rs reason, c *jobCtx, ni int32) string {
 	r := c.shape.Resources
-	nd := &w.nodes[ni]
+	var nd *wnode // only for the reasons that name node details
+	if ni >= 0 {
+		nd = &w.nodes[ni]
+	}
 	switch rs {
 	case rPool:
 		return "in pools this job may not use"
@@ -195,8 +245,6 @@ func (w *world) reasonText(rs reason, c *jobCtx, ni int32) string {
 			return "with no edge devices"
 		}
 		return "with accelerators (CPU-only jobs run on CPU nodes)"
-	case rTaint:
-		return "with untolerated taint " + firstTaint(nd.n, c.j.Tolerations)
 	case rSelector:
 		return "not matching selector " + c.j.Selector
 	case rAffinity:
@@ -207,9 +255,6 @@ func (w *world) reasonText(rs reason, c *jobCtx, ni int32) string {
 		return fmt.Sprintf("binding %s CPU and %s memory per accelerator, less than asked", structs.FormatMilliCPU(nd.shareCPU), structs.FormatBytes(nd.shareMem))
 	case rSpread:
 		return "already running a replica (spreadReplicas)"
-	case rReserved:
-		_, _, _, by := w.held(ni, c.j.ID, c.j.Priority)
-		return "reserved for job " + string(by)
 	case rFree:
 		return "without enough free resources now"
 	}

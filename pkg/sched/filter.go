@@ -57,18 +57,7 @@ type jobCtx struct {
 // pool indices the job may use, in preference order.
 // Only nodes of cluster cl are considered (-1: every cluster).
 func (w *world) newCtx(j *structs.Job, s structs.Shape, pools []int16, cl int16) *jobCtx {
-	c := &jobCtx{j: j, shape: s, nodePin: -1, pools: pools}
-	clusterPin := cl
-	for _, p := range pools {
-		var lvl []int32
-		for gi, g := range w.groups {
-			if g.pool != p || (clusterPin != -1 && g.cluster != clusterPin) || !classOK(g, s.Resources) {
-				continue
-			}
-			lvl = append(lvl, int32(gi))
-		}
-		c.levels = append(c.levels, lvl)
-	}
+	c := &jobCtx{j: j, shape: s, nodePin: -1, pools: pools, levels: w.levels(pools, cl, s.Resources)}
 	if j.NodeName != "" {
 		c.nodePin = -2
 		if i, ok := w.byName[j.NodeName]; ok {
@@ -96,6 +85,45 @@ func (w *world) newCtx(j *structs.Job, s structs.Shape, pools []int16, cl int16)
 		}
 	}
 	return c
+}
+
+// levelKey identifies a levels computation: the pools (at most 8 are
+// keyed; more are not cached), cluster and node class.
+type levelKey struct {
+	pools     [8]int16
+	n         int
+	cl        int16
+	accel     bool
+	devices   bool
+	accelType string
+}
+
+// levels returns the group indices of each pool in pools (restricted to
+// cluster cl unless -1) whose nodes can serve replicas asking r. The result
+// is shared and read-only.
+func (w *world) levels(pools []int16, cl int16, r structs.Resources) [][]int32 {
+	k := levelKey{n: len(pools), cl: cl, accel: r.Accels > 0, devices: len(r.Devices) > 0, accelType: r.AccelType}
+	copy(k.pools[:], pools)
+	if len(pools) <= len(k.pools) {
+		if l, ok := w.lvlCache[k]; ok {
+			return l
+		}
+	}
+	out := make([][]int32, 0, len(pools))
+	for _, p := range pools {
+		var lvl []int32
+		for gi, g := range w.groups {
+			if g.pool != p || (cl != -1 && g.cluster != cl) || !classOK(g, r) {
+				continue
+			}
+			lvl = append(lvl, int32(gi))
+		}
+		out = append(out, lvl)
+	}
+	if len(pools) <= len(k.pools) {
+		w.lvlCache[k] = out
+	}
+	return out
 }
 
 // classOK reports whether nodes of group g can serve replicas asking r:

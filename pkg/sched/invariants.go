@@ -40,7 +40,7 @@ func CheckInvariants(snap *Snapshot) error {
 			used[t.Node] = u
 		}
 		if u.accels&t.Accels != 0 {
-			errs = append(errs, fmt.Errorf("node %s: accelerators %v of task %s are already in another task", t.Node, (u.accels & t.Accels).Indices(), t.ID))
+			errs = append(errs, fmt.Errorf("node %s: accelerators %v of task %s are already in another task", t.Node, (u.accels&t.Accels).Indices(), t.ID))
 		}
 		for _, q := range n.QuarantinedAccels {
 			if t.Accels&(1<<uint(q)) != 0 && t.State != structs.TaskStopping {

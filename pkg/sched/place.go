@@ -92,11 +92,10 @@ func (w *world) placeReplicas(c *jobCtx, lvl int, n int, all bool) []assignment 
 func (w *world) missing(j *structs.Job, replicas int) []int {
 	live := w.liveOf[j.ID]
 	if len(live) == 0 {
-		out := make([]int, replicas)
-		for i := range out {
-			out[i] = i
+		for len(w.seq) < replicas {
+			w.seq = append(w.seq, len(w.seq))
 		}
-		return out
+		return w.seq[:replicas:replicas]
 	}
 	have := make(map[int]bool, len(live))
 	for _, k := range live {

@@ -66,6 +66,9 @@ func (w *world) candidates(c *jobCtx) []*victim {
 	var out []*victim
 	for _, lvl := range c.levels {
 		for _, gi := range lvl {
+			if w.groups[gi].low == 0 {
+				continue
+			}
 			for _, ni := range w.groups[gi].nodes {
 				if len(w.nodes[ni].tasks) == 0 || w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, c.shape.Resources) != rOK {
 					continue

@@ -24,7 +24,7 @@ import (
 //  6. explain every job left pending.
 func Schedule(snap *Snapshot, in Input) *Plan {
 	w := newWorld(snap)
-	plan := &Plan{Index: snap.Index, Pending: map[structs.JobID]*Why{}}
+	plan := &Plan{Index: snap.Index, Pending: make(map[structs.JobID]*Why, len(in.Pending)/2)}
 
 	// 1. Reservations survive while their job is pending and the node ready.
 	pending := make(map[structs.JobID]bool, len(in.Pending))
@@ -70,18 +70,21 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 				plan.Placements = append(plan.Placements, *pl)
 			}
 			w.dropHolds(j.ID)
+			if in.OnDecision != nil {
+				in.OnDecision(j.ID, true)
+			}
 			continue
 		}
 		f.timeout = -1
 		// 4. Preemption.
-		if j.Priority > structs.PriorityLow && f.quota == nil && !w.hasHolds(j.ID, ReservePreemption) {
+		if j.Priority > structs.PriorityLow && w.lowTasks > 0 && f.quota == nil && !w.hasHolds(j.ID, ReservePreemption) {
 			if pre := w.preempt(j, in.Now); len(pre) > 0 {
 				plan.Preemptions = append(plan.Preemptions, pre...)
 				f.preempting = pre
 			}
 		}
 		// 5. Gang reservation.
-		if j.IsGang() && f.quota == nil && len(f.preempting) == 0 && !w.hasHolds(j.ID, "") {
+		if j.IsGang() && f.quota == nil && len(f.preempting) == 0 && !w.hasHolds(j.ID, "") && w.anyPoolFree(j, gangHeld) {
 			if lvlPool, ok := w.gangPool(j); ok {
 				if _, taken := gangHeld[lvlPool]; !taken && w.reserveGang(j, lvlPool) {
 					gangHeld[lvlPool] = j.ID
@@ -89,10 +92,13 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			}
 		}
 		failed = append(failed, f)
+		if in.OnDecision != nil {
+			in.OnDecision(j.ID, false)
+		}
 	}
 
 	// 6. Explain.
-	wc := map[string]*Why{}
+	wc := map[any]*Why{}
 	for _, f := range failed {
 		why := w.explain(f, wc)
 		if f.timeout >= 0 {
@@ -106,6 +112,16 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		plan.Pending = nil
 	}
 	return plan
+}
+
+// anyPoolFree reports whether some pool j may use has no gang reservation.
+func (w *world) anyPoolFree(j *structs.Job, held map[int16]structs.JobID) bool {
+	for _, p := range w.eligiblePools(j) {
+		if _, ok := held[p]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // failure records why a job did not place this cycle.
@@ -177,13 +193,10 @@ func (w *world) clusterOrder(j *structs.Job, s structs.Shape) []int16 {
 		}
 		return nil
 	}
-	out := make([]int16, len(w.clusters))
-	for i := range out {
-		out[i] = int16(i)
+	if len(w.clusters) < 2 || s.Resources.Accels == 0 {
+		return w.allCl
 	}
-	if len(out) < 2 || s.Resources.Accels == 0 {
-		return out
-	}
+	out := slices.Clone(w.allCl)
 	free := make([]int64, len(w.clusters))
 	for _, g := range w.groups {
 		if !classOK(g, s.Resources) {

@@ -55,7 +55,7 @@ func (q *QuotaShortfall) String() string {
 // at most, Needed are needed on one node.
 type Fragmentation struct {
 	AccelType string `json:"accelType"`
-	Nodes     int    `json:"nodes"`  // nodes with some free
+	Nodes     int    `json:"nodes"`   // nodes with some free
 	MaxFree   int64  `json:"maxFree"` // most free on one node
 	TotalFree int64  `json:"totalFree"`
 	Needed    int64  `json:"needed"` // per replica

@@ -30,6 +30,10 @@ type world struct {
 	usage    map[structs.Scope]structs.ResourceList
 	holds    []Reservation
 	selCache map[string][]int8 // selector -> per node 0 unknown, 1 match, 2 no
+	lvlCache map[levelKey][][]int32
+	lowTasks int     // live low-priority tasks anywhere (0: skip preemption)
+	seq      []int   // 0, 1, 2, ...: shared, read-only replica indices
+	allCl    []int16 // every cluster index, shared, read-only
 	sels     map[string]selector
 }
 
@@ -68,6 +72,7 @@ type group struct {
 	accel   bool
 	idx     *buckets
 	nodes   []int32
+	low     int // live low-priority tasks on the group's nodes
 }
 
 const deviceClass = "#dev"
@@ -82,6 +87,7 @@ func newWorld(snap *Snapshot) *world {
 		victim:   map[structs.JobID]bool{},
 		usage:    map[structs.Scope]structs.ResourceList{},
 		selCache: map[string][]int8{},
+		lvlCache: map[levelKey][][]int32{},
 		sels:     map[string]selector{},
 	}
 	w.pools = append(w.pools, &structs.Pool{Name: structs.PublicPool})
@@ -97,6 +103,9 @@ func newWorld(snap *Snapshot) *world {
 	w.buildTasks()
 	for i := range w.nodes {
 		w.file(int32(i))
+	}
+	for i := range w.clusters {
+		w.allCl = append(w.allCl, int16(i))
 	}
 	return w
 }
@@ -247,6 +256,10 @@ func (w *world) buildTasks() {
 				}
 			}
 			n.tasks = append(n.tasks, int32(k))
+			if t.Priority == structs.PriorityLow && t.State != structs.TaskStopping {
+				w.groups[n.group].low++
+				w.lowTasks++
+			}
 		}
 		if j := wt.job; j != nil && t.Attempt == j.Attempt && t.State != structs.TaskStopping {
 			w.liveOf[t.Job] = append(w.liveOf[t.Job], int32(k))
