@@ -64,6 +64,11 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			w.dropHolds(j.ID)
 			continue
 		}
+		if w.victim[j.ID] {
+			// Being stopped (preempted now or earlier): it is requeued
+			// once its tasks have stopped, not topped up.
+			continue
+		}
 		pl, f := w.tryJob(j, in.Now)
 		if pl != nil {
 			if len(pl.Tasks) > 0 {
