@@ -93,21 +93,31 @@ type Job struct {
 	Priority Priority          `json:"priority"`
 	Labels   map[string]string `json:"labels,omitempty"`
 
+	// What to run. Image may be empty where the backend runs local processes.
+	Image   string            `json:"image,omitempty"`
+	Command []string          `json:"command,omitempty"` // replaces the image's command
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"` // no ATOM_* keys: atom sets those
+	Volumes []Volume          `json:"volumes,omitempty"`
+	// CacheMountPath is where the Redis-FUSE dataset cache is mounted; empty
+	// when the job asked for no cache. Datasets lists what it should hold.
+	CacheMountPath string `json:"cacheMountPath,omitempty"`
+
 	Replicas     int       `json:"replicas"`
 	MinAvailable int       `json:"minAvailable,omitempty"` // services: place once this many fit
 	Resources    Resources `json:"resources"`              // per replica
 
-	Cluster     ClusterID            `json:"cluster,omitempty"`  // pin to one cluster
-	NodeName    NodeID               `json:"nodeName,omitempty"` // pin to one node
-	Selector    string               `json:"selector,omitempty"` // label selector over node tags
-	Tolerations []corev1.Toleration  `json:"tolerations,omitempty"`
-	Affinity    Affinity             `json:"affinity,omitempty"`
-	Fallbacks   []Shape              `json:"fallbacks,omitempty"`
-	DowngradeAfter time.Duration     `json:"downgradeAfter,omitempty"`
-	PendingTimeout time.Duration     `json:"pendingTimeout,omitempty"` // 0 = DefaultPendingTimeout
-	RestartPolicy  RestartPolicy     `json:"restartPolicy,omitempty"`
-	MaxPreemptions int               `json:"maxPreemptions,omitempty"` // 0 = DefaultMaxPreemptions
-	Datasets       []string          `json:"datasets,omitempty"`
+	Cluster        ClusterID           `json:"cluster,omitempty"`  // pin to one cluster
+	NodeName       NodeID              `json:"nodeName,omitempty"` // pin to one node
+	Selector       string              `json:"selector,omitempty"` // label selector over node tags
+	Tolerations    []corev1.Toleration `json:"tolerations,omitempty"`
+	Affinity       Affinity            `json:"affinity,omitempty"`
+	Fallbacks      []Shape             `json:"fallbacks,omitempty"`
+	DowngradeAfter time.Duration       `json:"downgradeAfter,omitempty"`
+	PendingTimeout time.Duration       `json:"pendingTimeout,omitempty"` // 0 = DefaultPendingTimeout
+	RestartPolicy  RestartPolicy       `json:"restartPolicy,omitempty"`
+	MaxPreemptions int                 `json:"maxPreemptions,omitempty"` // 0 = DefaultMaxPreemptions
+	Datasets       []string            `json:"datasets,omitempty"`
 
 	// Status, written only through the coordinator's state machine.
 	State        JobState     `json:"state"`
@@ -122,6 +132,14 @@ type Job struct {
 	// PoolOnly is set when a normal job was accepted without public quota
 	// because its project has a pool: it may run only in that pool.
 	PoolOnly bool `json:"poolOnly,omitempty"`
+}
+
+// Volume mounts a persistent volume claim (Ceph RBD) into every replica.
+type Volume struct {
+	Name      string `json:"name"`      // DNS-1123 label, unique in the job
+	Claim     string `json:"claim"`     // PersistentVolumeClaim name
+	MountPath string `json:"mountPath"` // absolute path in the container
+	ReadOnly  bool   `json:"readOnly,omitempty"`
 }
 
 // Defaults applied when a job leaves them unset.
