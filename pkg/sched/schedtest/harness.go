@@ -304,3 +304,47 @@ func (h *Harness) check() {
 	h.T.Helper()
 	require.NoError(h.T, sched.CheckInvariants(h.Snap))
 }
+
+// Scale changes service id to replicas: down through sched.ScaleDown (the
+// chosen tasks stop at once, survivors are re-indexed), up by raising the
+// count so the next cycle places the new replicas. The charge follows the
+// replica count, as the state machine does.
+func (h *Harness) Scale(id string, replicas int) error {
+	h.T.Helper()
+	j := h.Job(id)
+	if replicas < j.Replicas {
+		p, err := sched.ScaleDown(j, h.Tasks(id), replicas)
+		if err != nil {
+			return err
+		}
+		stop := map[structs.TaskID]bool{}
+		for _, t := range p.Stop {
+			stop[t] = true
+		}
+		kept := h.Snap.Tasks[:0]
+		for _, t := range h.Snap.Tasks {
+			if stop[t.ID] {
+				continue
+			}
+			if n, ok := p.Reindex[t.ID]; ok {
+				t.Index = n
+			}
+			kept = append(kept, t)
+		}
+		h.Snap.Tasks = kept
+	}
+	j.Replicas = replicas
+	if j.Charged != nil {
+		inProject := 0
+		for _, t := range h.Tasks(id) {
+			if t.Pool != "" && t.Pool != structs.PublicPool {
+				inProject++
+			}
+		}
+		want := structs.Charge(structs.Shape{Replicas: replicas - inProject, Resources: j.Resources})
+		h.charge(j.ChargedScope, j.Charged, want)
+		j.Charged = want
+	}
+	h.check()
+	return nil
+}
