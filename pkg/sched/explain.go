@@ -9,7 +9,7 @@ import (
 
 // explain builds the why-pending reason for failure f, sharing results
 // between jobs whose placement questions are identical (cache).
-func (w *world) explain(f failure, cache map[any]*Why) *Why {
+func (w *world) explain(f failure, cache *whyCache) *Why {
 	j := f.j
 	if len(f.preempting) > 0 {
 		var names []string
@@ -20,9 +20,9 @@ func (w *world) explain(f failure, cache map[any]*Why) *Why {
 		why.render("does not fit now")
 		return why
 	}
-	key := w.explainKey(j)
-	base, ok := cache[key]
-	if key == nil || !ok {
+	key, keyed := w.explainKey(j)
+	base, ok := cache.get(key, keyed)
+	if !ok {
 		base = w.explainNodes(j, false)
 		prefix := "does not fit now"
 		if base.NeverFits {
@@ -32,9 +32,7 @@ func (w *world) explain(f failure, cache map[any]*Why) *Why {
 			base.Waiting = "nodes are reserved for " + by
 		}
 		base.render(prefix)
-		if key != nil {
-			cache[key] = base
-		}
+		cache.put(key, keyed, base)
 	}
 	if f.quota == nil {
 		return base
@@ -57,21 +55,51 @@ type whyKey struct {
 	replicas, min   int
 	cpu, mem, accel int64
 	accelType       string
+	extra           string // the whole key as text when it has slices or maps
 }
 
-// explainKey identifies the placement question of j; nil when the answer
-// depends on j itself (live replicas, reservations, affinity, spread).
-func (w *world) explainKey(j *structs.Job) any {
+// whyCache shares Why results between jobs asking the same question.
+type whyCache struct {
+	byKey  map[whyKey]*Why
+	byText map[string]*Why // keys with tolerations or devices
+}
+
+func (c *whyCache) get(k whyKey, keyed bool) (*Why, bool) {
+	if !keyed {
+		return nil, false
+	}
+	if k.extra != "" {
+		w, ok := c.byText[k.extra]
+		return w, ok
+	}
+	w, ok := c.byKey[k]
+	return w, ok
+}
+
+func (c *whyCache) put(k whyKey, keyed bool, w *Why) {
+	switch {
+	case !keyed:
+	case k.extra != "":
+		c.byText[k.extra] = w
+	default:
+		c.byKey[k] = w
+	}
+}
+
+// explainKey identifies the placement question of j; keyed is false when
+// the answer depends on j itself (live replicas, reservations, affinity,
+// spread).
+func (w *world) explainKey(j *structs.Job) (k whyKey, keyed bool) {
 	if len(w.liveOf[j.ID]) > 0 || len(j.Affinity.WithJobs)+len(j.Affinity.AwayFromJobs) > 0 || j.Affinity.SpreadReplicas || w.hasHolds(j.ID, "") {
-		return nil
+		return k, false
 	}
 	r := j.Resources
-	k := whyKey{j.Priority, j.Project, j.PoolOnly, j.IsGang(), j.Cluster, j.NodeName, j.Selector, j.Replicas, j.MinAvailable,
-		r.MilliCPU, r.Memory, r.Accels, r.AccelType}
+	k = whyKey{j.Priority, j.Project, j.PoolOnly, j.IsGang(), j.Cluster, j.NodeName, j.Selector, j.Replicas, j.MinAvailable,
+		r.MilliCPU, r.Memory, r.Accels, r.AccelType, ""}
 	if len(j.Tolerations) > 0 || len(r.Devices) > 0 {
-		return fmt.Sprintf("%v|%v|%v", k, j.Tolerations, r.Devices)
+		k.extra = fmt.Sprintf("%v|%v|%v", k, j.Tolerations, r.Devices)
 	}
-	return k
+	return k, true
 }
 
 // reservedBy names a job holding a reservation j is blocked behind, if any.

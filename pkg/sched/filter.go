@@ -56,8 +56,11 @@ type jobCtx struct {
 // newCtx builds the context for placing shape s of job j. pools lists the
 // pool indices the job may use, in preference order.
 // Only nodes of cluster cl are considered (-1: every cluster).
+// The context is the world's scratch one: valid until the next newCtx.
 func (w *world) newCtx(j *structs.Job, s structs.Shape, pools []int16, cl int16) *jobCtx {
-	c := &jobCtx{j: j, shape: s, nodePin: -1, pools: pools, levels: w.levels(pools, cl, s.Resources)}
+	c := &w.ctx
+	*c = jobCtx{j: j, shape: s, nodePin: -1, pools: pools, levels: w.levels(pools, cl, s.Resources),
+		with: c.with[:0], away: c.away[:0], used: c.used[:0]}
 	if j.NodeName != "" {
 		c.nodePin = -2
 		if i, ok := w.byName[j.NodeName]; ok {

@@ -55,7 +55,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		return cmp.Compare(a.ID, b.ID)
 	})
 
-	var failed []failure
+	failed := make([]failure, 0, len(jobs)/2)
 	for _, j := range jobs {
 		// 3. Timeout, then placement.
 		if j.State == structs.JobPending && !in.Now.Before(pendingSince(j).Add(j.Timeout())) {
@@ -103,7 +103,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 	}
 
 	// 6. Explain.
-	wc := map[any]*Why{}
+	wc := &whyCache{byKey: map[whyKey]*Why{}, byText: map[string]*Why{}}
 	for _, f := range failed {
 		why := w.explain(f, wc)
 		if f.timeout >= 0 {

@@ -34,6 +34,7 @@ type world struct {
 	lowTasks int     // live low-priority tasks anywhere (0: skip preemption)
 	seq      []int   // 0, 1, 2, ...: shared, read-only replica indices
 	allCl    []int16 // every cluster index, shared, read-only
+	ctx      jobCtx  // scratch placement context (see newCtx)
 	sels     map[string]selector
 }
 
