@@ -1,0 +1,249 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// config is the parsed command line.
+type config struct {
+	Seeds    int
+	Traces   []string
+	Policies []string
+	DataDir  string
+	Workers  int
+	Why      bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./test/sim [flags]\n\n"+
+			"Replays the Alibaba cluster-trace-gpu-v2023 pod lists through atom's scheduling\n"+
+			"core and the first-fit, best-fit and random baselines, and prints the GPU\n"+
+			"allocation rate of each. Exits 1 if atom does not beat best-fit on a trace.\n\n")
+		fs.PrintDefaults()
+	}
+	c := &config{}
+	var trace, policy string
+	fs.IntVar(&c.Seeds, "seeds", 10, "number of seeds (1..N) to average over")
+	fs.StringVar(&trace, "trace", "", "pod list to replay: "+strings.Join(traces, ", ")+" (default all)")
+	fs.StringVar(&policy, "policy", "", "comma-separated policies: "+strings.Join(policies, ", ")+" (default all)")
+	fs.StringVar(&c.DataDir, "data", "", "directory holding the trace CSVs (default test/sim/testdata)")
+	fs.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), "replays run in parallel")
+	fs.BoolVar(&c.Why, "why", false, "print on stderr why atom's core left tasks unplaced")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.Seeds < 1 {
+		return nil, fmt.Errorf("-seeds %d: need at least 1", c.Seeds)
+	}
+	c.Workers = max(c.Workers, 1)
+	c.Traces = traces
+	if trace != "" {
+		if !slices.Contains(traces, trace) {
+			return nil, fmt.Errorf("-trace %q: use one of %s", trace, strings.Join(traces, ", "))
+		}
+		c.Traces = []string{trace}
+	}
+	c.Policies = policies
+	if policy != "" {
+		c.Policies = nil
+		for p := range strings.SplitSeq(policy, ",") {
+			if !slices.Contains(policies, p) {
+				return nil, fmt.Errorf("-policy %q: use %s", p, strings.Join(policies, ", "))
+			}
+			c.Policies = append(c.Policies, p)
+		}
+	}
+	if c.DataDir == "" {
+		c.DataDir = defaultDataDir()
+	}
+	return c, nil
+}
+
+// run is main without the exit: 0 when atom beats best-fit on every trace
+// replayed with both, 1 when it does not, 2 on errors.
+func run(args []string, stdout, stderr io.Writer) int {
+	c, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "sim:", err)
+		return 2
+	}
+	start := time.Now()
+	results, err := replayAll(c, coreSchedule)
+	if err != nil {
+		fmt.Fprintln(stderr, "sim:", err)
+		return 2
+	}
+	code := report(c, results, stdout, stderr)
+	fmt.Fprintf(stdout, "seeds=%d workers=%d total_seconds=%.1f\n", c.Seeds, c.Workers, time.Since(start).Seconds())
+	return code
+}
+
+// replayAll runs every trace × policy × seed, c.Workers at a time, and
+// returns the results by trace, then policy, in seed order.
+func replayAll(c *config, schedule scheduleFunc) (map[string]map[string][]*result, error) {
+	nodes, err := loadNodes(c.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	atomNodes := toNodes(nodes)
+	total := totalGPUs(nodes)
+
+	var runs []*replay
+	for _, t := range c.Traces {
+		reqs, err := loadRequests(c.DataDir, t)
+		if err != nil {
+			return nil, err
+		}
+		for s := 1; s <= c.Seeds; s++ {
+			arr, err := arrivals(reqs, total, uint64(s))
+			if err != nil {
+				return nil, fmt.Errorf("trace %s: %w", t, err)
+			}
+			for _, p := range c.Policies {
+				runs = append(runs, &replay{Trace: t, Policy: p, Seed: uint64(s),
+					Nodes: nodes, Atom: atomNodes, Reqs: reqs, Arrivals: arr, Schedule: schedule})
+			}
+		}
+	}
+
+	out := make([]*result, len(runs))
+	errs := make([]error, len(runs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range c.Workers {
+		wg.Go(func() {
+			for i := range next {
+				out[i], _, errs[i] = runs[i].run()
+			}
+		})
+	}
+	for i := range runs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	byTrace := map[string]map[string][]*result{}
+	for _, r := range out {
+		if byTrace[r.Trace] == nil {
+			byTrace[r.Trace] = map[string][]*result{}
+		}
+		byTrace[r.Trace][r.Policy] = append(byTrace[r.Trace][r.Policy], r)
+	}
+	return byTrace, nil
+}
+
+// summary is a policy's results on one trace, averaged over seeds.
+type summary struct {
+	Rate, MinRate, MaxRate  float64
+	Arrived, Placed, Failed float64
+	Seconds                 float64 // summed over seeds
+	FailedByGPUs            map[int64]float64
+	FreeByModel             map[string]float64
+	Calls                   int
+	CallTime                time.Duration
+	Why                     map[string]int // summed over seeds
+}
+
+func summarize(rs []*result) summary {
+	s := summary{MinRate: 2, FailedByGPUs: map[int64]float64{}, FreeByModel: map[string]float64{}, Why: map[string]int{}}
+	n := float64(len(rs))
+	for _, r := range rs {
+		rate := r.Rate()
+		s.Rate += rate / n
+		s.MinRate, s.MaxRate = min(s.MinRate, rate), max(s.MaxRate, rate)
+		s.Arrived += float64(r.Arrived) / n
+		s.Placed += float64(r.Placed) / n
+		s.Failed += float64(r.Failed()) / n
+		s.Seconds += r.Duration.Seconds()
+		for g, k := range r.FailedByGPUs {
+			s.FailedByGPUs[g] += float64(k) / n
+		}
+		for m, k := range r.FreeByModel {
+			s.FreeByModel[m] += float64(k) / n
+		}
+		s.Calls += r.Calls
+		s.CallTime += r.CallTime
+		for w, k := range r.Why {
+			s.Why[w] += k
+		}
+	}
+	return s
+}
+
+// report prints one line per trace and policy, the atom/best-fit ratio per
+// trace, and returns the exit code.
+func report(c *config, results map[string]map[string][]*result, stdout, stderr io.Writer) int {
+	code := 0
+	for _, t := range c.Traces {
+		sums := map[string]summary{}
+		for _, p := range c.Policies {
+			s := summarize(results[t][p])
+			sums[p] = s
+			fmt.Fprintf(stdout, "trace=%s policy=%s gpu_alloc_rate=%.4f placed_tasks=%.1f failed_tasks=%.1f arrived_tasks=%.1f min_rate=%.4f max_rate=%.4f seconds=%.2f\n",
+				t, p, s.Rate, s.Placed, s.Failed, s.Arrived, s.MinRate, s.MaxRate, s.Seconds)
+			fmt.Fprintf(stderr, "trace=%s policy=%s failed_by_gpus=%s free_gpus_by_model=%s", t, p,
+				formatCounts(s.FailedByGPUs), formatCounts(s.FreeByModel))
+			if s.Calls > 0 {
+				fmt.Fprintf(stderr, " schedule_calls=%d schedule_seconds=%.2f us_per_call=%.0f",
+					s.Calls, s.CallTime.Seconds(), float64(s.CallTime.Microseconds())/float64(s.Calls))
+			}
+			fmt.Fprintln(stderr)
+			if c.Why && p == policyAtom {
+				for _, w := range slices.Sorted(maps.Keys(s.Why)) {
+					fmt.Fprintf(stderr, "trace=%s policy=atom why=%q tasks_per_seed=%.1f\n", t, w, float64(s.Why[w])/float64(c.Seeds))
+				}
+			}
+		}
+		a, okA := sums[policyAtom]
+		b, okB := sums[policyBestFit]
+		if !okA || !okB {
+			continue
+		}
+		fmt.Fprintf(stdout, "trace=%s atom_vs_best_fit=%.4f atom_beats_best_fit=%t\n", t, a.Rate/b.Rate, a.Rate > b.Rate)
+		if a.Rate <= b.Rate {
+			fmt.Fprintf(stderr, "sim: atom does not beat best-fit on trace=%s: gpu_alloc_rate %.4f vs %.4f\n", t, a.Rate, b.Rate)
+			code = 1
+		}
+	}
+	return code
+}
+
+// formatCounts renders per-key means in key order as "0:1.5,1:20.0,8:3.0".
+func formatCounts[K cmp.Ordered](m map[K]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%v:%.1f", k, m[k]))
+	}
+	return strings.Join(parts, ",")
+}
