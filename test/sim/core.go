@@ -1,5 +1,3 @@
-//go:build !simstub
-
 package main
 
 import "github.com/atom-sched/atom/pkg/sched"
