@@ -1,7 +1,9 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -42,9 +44,10 @@ const (
 type jobCtx struct {
 	j       *structs.Job
 	shape   structs.Shape
-	levels  [][]int32 // group indices per pool preference level
-	pools   []int16   // the pool of each level
-	nodePin int32     // -1 none; -2 pinned to an unknown node
+	levels  [][]int32   // group indices per pool preference level
+	tiers   [][][]int32 // per level: groups of equal bound-resource waste, least first
+	pools   []int16     // the pool of each level
+	nodePin int32       // -1 none; -2 pinned to an unknown node
 	sel     *selector
 	with    []labels.Selector
 	away    []labels.Selector
@@ -59,7 +62,8 @@ type jobCtx struct {
 // The context is the world's scratch one: valid until the next newCtx.
 func (w *world) newCtx(j *structs.Job, s structs.Shape, pools []int16, cl int16) *jobCtx {
 	c := &w.ctx
-	*c = jobCtx{j: j, shape: s, nodePin: -1, pools: pools, levels: w.levels(pools, cl, s.Resources),
+	lv := w.levels(pools, cl, s.Resources)
+	*c = jobCtx{j: j, shape: s, nodePin: -1, pools: pools, levels: lv.flat, tiers: lv.tiers,
 		with: c.with[:0], away: c.away[:0], used: c.used[:0]}
 	if j.NodeName != "" {
 		c.nodePin = -2
@@ -91,7 +95,8 @@ func (w *world) newCtx(j *structs.Job, s structs.Shape, pools []int16, cl int16)
 }
 
 // levelKey identifies a levels computation: the pools (at most 8 are
-// keyed; more are not cached), cluster and node class.
+// keyed; more are not cached), cluster, node class and, for accelerator
+// replicas, the CPU and memory asked (they decide the waste order).
 type levelKey struct {
 	pools     [8]int16
 	n         int
@@ -99,31 +104,77 @@ type levelKey struct {
 	accel     bool
 	devices   bool
 	accelType string
+	cpu, mem  int64
 }
 
-// levels returns the group indices of each pool in pools (restricted to
-// cluster cl unless -1) whose nodes can serve replicas asking r. The result
-// is shared and read-only.
-func (w *world) levels(pools []int16, cl int16, r structs.Resources) [][]int32 {
+// levelSet is the groups a replica may use, per pool level.
+type levelSet struct {
+	flat  [][]int32
+	tiers [][][]int32
+}
+
+// levels returns the groups of each pool in pools (restricted to cluster cl
+// unless -1) whose nodes can serve replicas asking r. Accelerator groups
+// whose per-accelerator binding is below the request are left out; the rest
+// are ordered in tiers of equal waste (bound CPU, then memory, beyond the
+// request), least first: a replica goes where it strands the least CPU and
+// memory, so CPU-rich accelerator nodes stay free for CPU-heavy replicas.
+// The result is shared and read-only.
+func (w *world) levels(pools []int16, cl int16, r structs.Resources) levelSet {
 	k := levelKey{n: len(pools), cl: cl, accel: r.Accels > 0, devices: len(r.Devices) > 0, accelType: r.AccelType}
+	if r.Accels > 0 {
+		k.cpu, k.mem = r.MilliCPU, r.Memory
+	}
 	copy(k.pools[:], pools)
-	if len(pools) <= len(k.pools) {
+	cacheable := len(pools) <= len(k.pools)
+	if cacheable {
 		if l, ok := w.lvlCache[k]; ok {
 			return l
 		}
 	}
-	out := make([][]int32, 0, len(pools))
+	var out levelSet
+	waste := func(g *group) (int64, int64) {
+		if !g.accel {
+			return 0, 0
+		}
+		return r.Accels*g.shareCPU - r.MilliCPU, r.Accels*g.shareMem - r.Memory
+	}
 	for _, p := range pools {
 		var lvl []int32
 		for gi, g := range w.groups {
 			if g.pool != p || (cl != -1 && g.cluster != cl) || !classOK(g, r) {
 				continue
 			}
+			if wc, wm := waste(g); wc < 0 || wm < 0 {
+				continue
+			}
 			lvl = append(lvl, int32(gi))
 		}
-		out = append(out, lvl)
+		slices.SortStableFunc(lvl, func(a, b int32) int {
+			ac, am := waste(w.groups[a])
+			bc, bm := waste(w.groups[b])
+			if ac != bc {
+				return cmp.Compare(ac, bc)
+			}
+			return cmp.Compare(am, bm)
+		})
+		var tiers [][]int32
+		for i := 0; i < len(lvl); {
+			j := i + 1
+			ic, im := waste(w.groups[lvl[i]])
+			for j < len(lvl) {
+				if jc, jm := waste(w.groups[lvl[j]]); jc != ic || jm != im {
+					break
+				}
+				j++
+			}
+			tiers = append(tiers, lvl[i:j:j])
+			i = j
+		}
+		out.flat = append(out.flat, lvl)
+		out.tiers = append(out.tiers, tiers)
 	}
-	if len(pools) <= len(k.pools) {
+	if cacheable {
 		w.lvlCache[k] = out
 	}
 	return out

@@ -5,10 +5,11 @@ import (
 )
 
 // findNode returns the best node at pool level lvl for one replica of c, or
-// -1. Best fit: the node with the fewest free accelerators (CPU nodes: the
-// fewest free cores) that still holds the replica, so large holes stay
-// whole for large replicas; ties go to the group order (type name) and the
-// bucket order.
+// -1. First the least waste of bound CPU and memory (see levels); within a
+// tier of equal waste, best fit: the node with the fewest free accelerators
+// (CPU nodes: the fewest free cores) that still holds the replica, so large
+// holes stay whole for large replicas; ties go to the group order (type
+// name) and the bucket order.
 func (w *world) findNode(c *jobCtx, lvl int) int32 {
 	r := c.shape.Resources
 	groups := c.levels[lvl]
@@ -30,19 +31,21 @@ func (w *world) findNode(c *jobCtx, lvl int) int32 {
 	} else {
 		need = int(r.MilliCPU / 1000)
 	}
-	top := 0
-	for _, gi := range groups {
-		top = max(top, w.groups[gi].idx.maxKey())
-	}
-	for k := need; k <= top; k++ {
-		for _, gi := range groups {
-			g := w.groups[gi]
-			if k > g.idx.maxKey() {
-				continue
-			}
-			for _, ni := range g.idx.b[k] {
-				if w.fitsNode(c, ni) {
-					return ni
+	for _, tier := range c.tiers[lvl] {
+		top := 0
+		for _, gi := range tier {
+			top = max(top, w.groups[gi].idx.maxKey())
+		}
+		for k := need; k <= top; k++ {
+			for _, gi := range tier {
+				g := w.groups[gi]
+				if k > g.idx.maxKey() {
+					continue
+				}
+				for _, ni := range g.idx.b[k] {
+					if w.fitsNode(c, ni) {
+						return ni
+					}
 				}
 			}
 		}

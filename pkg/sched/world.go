@@ -1,6 +1,8 @@
 package sched
 
 import (
+	"cmp"
+	"fmt"
 	"math/bits"
 	"slices"
 	"strings"
@@ -30,7 +32,7 @@ type world struct {
 	usage    map[structs.Scope]structs.ResourceList
 	holds    []Reservation
 	selCache map[string][]int8 // selector -> per node 0 unknown, 1 match, 2 no
-	lvlCache map[levelKey][][]int32
+	lvlCache map[levelKey]levelSet
 	lowTasks int     // live low-priority tasks anywhere (0: skip preemption)
 	seq      []int   // 0, 1, 2, ...: shared, read-only replica indices
 	allCl    []int16 // every cluster index, shared, read-only
@@ -63,7 +65,8 @@ type wtask struct {
 	off bool         // removed in a what-if
 }
 
-// group is the set of nodes in one (cluster, pool, class) with a bucket
+// group is the set of nodes in one (cluster, pool, class, per-accelerator
+// binding) with a bucket
 // index. class is an accelerator type, "" for CPU nodes or "#dev" for
 // edge-device nodes.
 type group struct {
@@ -74,6 +77,9 @@ type group struct {
 	idx     *buckets
 	nodes   []int32
 	low     int // live low-priority tasks on the group's nodes
+	// CPU (millicores) and memory (bytes) bound to each accelerator; the
+	// nodes of an accelerator group share them.
+	shareCPU, shareMem int64
 }
 
 const deviceClass = "#dev"
@@ -88,7 +94,7 @@ func newWorld(snap *Snapshot) *world {
 		victim:   map[structs.JobID]bool{},
 		usage:    map[structs.Scope]structs.ResourceList{},
 		selCache: map[string][]int8{},
-		lvlCache: map[levelKey][][]int32{},
+		lvlCache: map[levelKey]levelSet{},
 		sels:     map[string]selector{},
 	}
 	w.pools = append(w.pools, &structs.Pool{Name: structs.PublicPool})
@@ -166,12 +172,13 @@ func (w *world) buildNodes() {
 		case len(n.Capacity.Devices) > 0:
 			class = deviceClass
 		}
-		k := string(n.Cluster) + "\x00" + string(n.PoolName()) + "\x00" + class
+		k := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d", n.Cluster, n.PoolName(), class, wn.shareCPU, wn.shareMem)
 		gi, ok := gkey[k]
 		if !ok {
 			gi = int32(len(w.groups))
 			gkey[k] = gi
-			w.groups = append(w.groups, &group{cluster: wn.cluster, pool: p, class: class, accel: n.Capacity.Accels > 0})
+			w.groups = append(w.groups, &group{cluster: wn.cluster, pool: p, class: class, accel: n.Capacity.Accels > 0,
+				shareCPU: wn.shareCPU, shareMem: wn.shareMem})
 		}
 		wn.group = gi
 		w.groups[gi].nodes = append(w.groups[gi].nodes, int32(i))
@@ -199,7 +206,13 @@ func (w *world) buildNodes() {
 		if ga.pool != gb.pool {
 			return int(ga.pool) - int(gb.pool)
 		}
-		return strings.Compare(ga.class, gb.class)
+		if c := strings.Compare(ga.class, gb.class); c != 0 {
+			return c
+		}
+		if ga.shareCPU != gb.shareCPU {
+			return cmp.Compare(ga.shareCPU, gb.shareCPU)
+		}
+		return cmp.Compare(ga.shareMem, gb.shareMem)
 	})
 	sorted := make([]*group, len(order))
 	remap := make([]int32, len(order))
