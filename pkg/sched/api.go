@@ -54,6 +54,7 @@ type Placement struct {
 	Tasks []TaskPlacement
 	// Charge is the job's quota charge after this placement: nil when the
 	// job holds no quota (placed in a project pool, or high/low priority).
+	// When unchanged it is the job's own Charged map: read-only.
 	Charge structs.ResourceList
 }
 

@@ -340,12 +340,36 @@ func (w *world) chargeFor(c *jobCtx, si int, lvls []int) (structs.ResourceList, 
 		w.recharge(j, nil)
 		return nil, nil
 	}
+	if sameCharge(j.Charged, charged, s.Resources) {
+		return j.Charged, nil // unchanged (the common case): shared, read-only
+	}
 	want := structs.Charge(structs.Shape{Replicas: charged, Resources: s.Resources})
 	if q := w.quotaCheck(j, want); q != nil {
 		return nil, q
 	}
 	w.recharge(j, want)
 	return want, nil
+}
+
+// sameCharge reports whether have is exactly what n replicas asking r
+// charge (structs.Charge), without building the list.
+func sameCharge(have structs.ResourceList, n int, r structs.Resources) bool {
+	k := int64(n)
+	switch {
+	case r.Accels > 0:
+		return len(have) == 1 && have[structs.GPUKey(r.AccelType)] == k*r.Accels
+	case len(r.Devices) > 0:
+		if len(have) != len(r.Devices) {
+			return false
+		}
+		for t, c := range r.Devices {
+			if have[structs.DeviceKey(t)] != k*c {
+				return false
+			}
+		}
+		return true
+	}
+	return len(have) == 2 && have[structs.KeyCPU] == k*r.MilliCPU && have[structs.KeyMemory] == k*r.Memory
 }
 
 // quotaCheck reports the first key where replacing j's charge by want
