@@ -23,6 +23,16 @@ func (s TaskState) HoldsResources() bool {
 	return s == TaskScheduled || s == TaskRunning || s == TaskStopping
 }
 
+// StopReason says why atom stops a task.
+type StopReason string
+
+const (
+	StopPreempted StopReason = "Preempted" // evicted for a higher-priority job; the job is requeued
+	StopCancelled StopReason = "Cancelled" // the job was cancelled
+	StopScaled    StopReason = "ScaledDown"
+	StopGang      StopReason = "GangRestart" // a sibling failed: the whole gang restarts or fails
+)
+
 // AccelMask is a set of accelerator indices on one node (bit i = index i).
 type AccelMask uint64
 
@@ -53,6 +63,9 @@ type Task struct {
 	// replicas given the CPU and memory bound to their accelerators.
 	Resources Resources `json:"resources"`
 	Accels    AccelMask `json:"accels,omitempty"`
+
+	// StopReason says why a Stopping task is being stopped.
+	StopReason StopReason `json:"stopReason,omitempty"`
 
 	Healthy     bool      `json:"healthy,omitempty"`  // services: passing health checks
 	Restarts    int       `json:"restarts,omitempty"` // crash restarts in this attempt

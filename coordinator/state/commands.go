@@ -1,0 +1,101 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// MsgType identifies a command in the Raft log. Values are append-only:
+// never renumber or reuse one.
+type MsgType uint8
+
+const (
+	MsgNodeUpsert    MsgType = 1
+	MsgNodeRemove    MsgType = 2
+	MsgPoolUpsert    MsgType = 3
+	MsgPoolRemove    MsgType = 4
+	MsgQuotaSet      MsgType = 5
+	MsgClusterUpsert MsgType = 6
+	MsgJobSubmit     MsgType = 7
+	MsgJobCancel     MsgType = 8
+	MsgServiceScale  MsgType = 9
+	MsgPlanCommit    MsgType = 10
+	MsgTaskUpdate    MsgType = 11
+	MsgJobsExpire    MsgType = 12
+)
+
+// Command is one deterministic change to the state.
+type Command interface {
+	Type() MsgType
+	// apply changes s or returns an error and changes nothing.
+	apply(s *State) (any, error)
+}
+
+// Errors commands return; the API maps them to status codes.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+	ErrInvalid  = errors.New("invalid")
+)
+
+// decoders builds an empty command of each type for decoding.
+var decoders = map[MsgType]func() Command{}
+
+// register adds a command type; duplicates are a programming error.
+func register(t MsgType, f func() Command) {
+	if _, dup := decoders[t]; dup {
+		panic(fmt.Sprintf("state: command type %d registered twice", t))
+	}
+	decoders[t] = f
+}
+
+func init() {
+	register(MsgNodeUpsert, func() Command { return &NodeUpsert{} })
+	register(MsgNodeRemove, func() Command { return &NodeRemove{} })
+	register(MsgPoolUpsert, func() Command { return &PoolUpsert{} })
+	register(MsgPoolRemove, func() Command { return &PoolRemove{} })
+	register(MsgQuotaSet, func() Command { return &QuotaSet{} })
+	register(MsgClusterUpsert, func() Command { return &ClusterUpsert{} })
+	register(MsgJobSubmit, func() Command { return &JobSubmit{} })
+	register(MsgJobCancel, func() Command { return &JobCancel{} })
+	register(MsgServiceScale, func() Command { return &ServiceScale{} })
+	register(MsgPlanCommit, func() Command { return &PlanCommit{} })
+	register(MsgTaskUpdate, func() Command { return &TaskUpdate{} })
+	register(MsgJobsExpire, func() Command { return &JobsExpire{} })
+}
+
+// Encode serialises c as its type byte followed by its JSON body.
+func Encode(c Command) ([]byte, error) {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode command %d: %w", c.Type(), err)
+	}
+	return append([]byte{byte(c.Type())}, body...), nil
+}
+
+// Decode parses what Encode wrote. An unknown type or a bad body means a
+// corrupt log or a newer server's command.
+func Decode(b []byte) (Command, error) {
+	if len(b) == 0 {
+		return nil, errors.New("decode command: empty entry")
+	}
+	f, ok := decoders[MsgType(b[0])]
+	if !ok {
+		return nil, fmt.Errorf("decode command: unknown type %d", b[0])
+	}
+	c := f()
+	if err := json.Unmarshal(b[1:], c); err != nil {
+		return nil, fmt.Errorf("decode command %d: %w", b[0], err)
+	}
+	return c, nil
+}
+
+// Apply applies c at log index. It returns the command's result or its
+// domain error; on error the state is unchanged except for Index.
+func (s *State) Apply(index uint64, c Command) (any, error) {
+	if index > s.Index {
+		s.Index = index
+	}
+	return c.apply(s)
+}

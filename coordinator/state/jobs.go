@@ -1,0 +1,228 @@
+package state
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// JobSubmit accepts a validated job. The leader assigns Job.ID and Now.
+// It is idempotent by RequestID: a retry after a lost reply returns the job
+// the first attempt created (C22). Admission (quota charge and job
+// creation) is one replicated change, so a refused submission charges
+// nothing (C07).
+type JobSubmit struct {
+	RequestID string       `json:"requestID,omitempty"`
+	Job       *structs.Job `json:"job"`
+	Now       time.Time    `json:"now"`
+}
+
+// SubmitResult is what JobSubmit returns.
+type SubmitResult struct {
+	JobID    structs.JobID `json:"jobID"`
+	Existing bool          `json:"existing"` // a retry: the job already existed
+}
+
+func (*JobSubmit) Type() MsgType { return MsgJobSubmit }
+
+func (c *JobSubmit) apply(s *State) (any, error) {
+	if c.RequestID != "" {
+		if id, ok := s.Requests[c.RequestID]; ok {
+			return SubmitResult{JobID: id, Existing: true}, nil
+		}
+	}
+	j := c.Job
+	if j == nil || j.ID == "" {
+		return nil, fmt.Errorf("submit: job and job ID are required: %w", ErrInvalid)
+	}
+	if s.Jobs[j.ID] != nil {
+		return nil, fmt.Errorf("job ID %s: %w", j.ID, ErrExists)
+	}
+	for _, o := range s.Jobs {
+		if o.Name == j.Name && !o.State.Ended() && o.Project == j.Project && (j.Project != "" || o.Owner == j.Owner) {
+			return nil, fmt.Errorf("job %s %w (%s, %s): cancel it or choose another name", j.Name, ErrExists, o.ID, o.State)
+		}
+	}
+	a, err := sched.Admit(s.Snapshot(), j)
+	if err != nil {
+		return nil, err
+	}
+	jj := *j
+	jj.State, jj.Reason = structs.JobPending, ""
+	jj.SubmitTime, jj.PendingSince = c.Now, c.Now
+	jj.Attempt, jj.Preemptions, jj.Shape = 0, 0, 0
+	jj.PoolOnly = a.PoolOnly
+	jj.Charged, jj.ChargedScope = nil, ""
+	if a.Charge != nil {
+		jj.Charged, jj.ChargedScope = a.Charge, a.Scope
+		s.charge(a.Scope, nil, a.Charge)
+	}
+	s.Jobs[jj.ID] = &jj
+	if c.RequestID != "" {
+		s.Requests[c.RequestID] = jj.ID
+	}
+	return SubmitResult{JobID: jj.ID}, nil
+}
+
+// JobCancel ends a job: Cancelled, quota released, tasks stopped.
+type JobCancel struct {
+	ID  structs.JobID `json:"id"`
+	Now time.Time     `json:"now"`
+}
+
+func (*JobCancel) Type() MsgType { return MsgJobCancel }
+
+func (c *JobCancel) apply(s *State) (any, error) {
+	j := s.Jobs[c.ID]
+	if j == nil {
+		return nil, fmt.Errorf("job %s: %w", c.ID, ErrNotFound)
+	}
+	if j.State.Ended() {
+		return nil, fmt.Errorf("job %s already ended (%s): %w", c.ID, j.State, ErrInvalid)
+	}
+	s.endJob(c.ID, structs.JobCancelled, "cancelled", c.Now, structs.StopCancelled)
+	return nil, nil
+}
+
+// ServiceScale changes a service's replica count. Down: pending replicas
+// go first, then unhealthy, then the newest (sched.ScaleDown). Up: the new
+// replicas are pending and, for normal services, charged at once.
+type ServiceScale struct {
+	ID       structs.JobID `json:"id"`
+	Replicas int           `json:"replicas"`
+	Now      time.Time     `json:"now"`
+}
+
+func (*ServiceScale) Type() MsgType { return MsgServiceScale }
+
+func (c *ServiceScale) apply(s *State) (any, error) {
+	j := s.Jobs[c.ID]
+	switch {
+	case j == nil:
+		return nil, fmt.Errorf("job %s: %w", c.ID, ErrNotFound)
+	case j.Kind != structs.KindService:
+		return nil, fmt.Errorf("job %s is a %s job: only services scale: %w", c.ID, j.Kind, ErrInvalid)
+	case j.State.Ended():
+		return nil, fmt.Errorf("job %s already ended: %w", c.ID, ErrInvalid)
+	case c.Replicas < 1 || c.Replicas > structs.MaxReplicas:
+		return nil, fmt.Errorf("replicas %d is not allowed: use 1 to %d: %w", c.Replicas, structs.MaxReplicas, ErrInvalid)
+	}
+	var live []*structs.Task
+	inProject := 0
+	for _, t := range s.TasksOf(c.ID) {
+		if t.Attempt == j.Attempt && (t.State == structs.TaskScheduled || t.State == structs.TaskRunning) {
+			live = append(live, t)
+		}
+	}
+	plan, err := sched.ScaleDown(j, live, c.Replicas)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	stop := map[structs.TaskID]bool{}
+	for _, id := range plan.Stop {
+		stop[id] = true
+	}
+	for _, t := range live {
+		if !stop[t.ID] && t.Pool != "" && t.Pool != structs.PublicPool {
+			inProject++
+		}
+	}
+	// Quota follows the replica count for charged (normal, public) services.
+	var want structs.ResourceList
+	if j.Priority == structs.PriorityNormal && !j.PoolOnly {
+		if n := c.Replicas - inProject; n > 0 {
+			want = structs.Charge(structs.Shape{Replicas: n, Resources: j.ShapeAt(j.Shape).Resources})
+		}
+		if q := s.quotaShortfall(j, want); q != nil {
+			return nil, &sched.QuotaError{QuotaShortfall: *q}
+		}
+	}
+	for _, id := range plan.Stop {
+		s.putTask(id, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, structs.StopScaled })
+	}
+	for id, idx := range plan.Reindex {
+		s.putTask(id, func(t *structs.Task) { t.Index = idx })
+	}
+	scope := j.ChargedScope
+	if scope == "" {
+		scope = j.ChargeScope()
+	}
+	if j.Priority == structs.PriorityNormal && !j.PoolOnly {
+		s.charge(scope, j.Charged, want)
+	}
+	s.putJob(c.ID, func(j *structs.Job) {
+		j.Replicas = c.Replicas
+		if j.Shape > 0 {
+			j.Fallbacks = append([]structs.Shape(nil), j.Fallbacks...)
+			j.Fallbacks[j.Shape-1].Replicas = c.Replicas
+		}
+		if j.Priority == structs.PriorityNormal && !j.PoolOnly {
+			j.Charged, j.ChargedScope = want, ""
+			if want != nil {
+				j.ChargedScope = scope
+			}
+		}
+	})
+	return nil, nil
+}
+
+// quotaShortfall checks replacing j's charge by want against its limits.
+func (s *State) quotaShortfall(j *structs.Job, want structs.ResourceList) *sched.QuotaShortfall {
+	scope := j.ChargeScope()
+	for k, v := range want {
+		if v <= j.Charged[k] {
+			continue
+		}
+		used := s.Usage[scope][k] - j.Charged[k]
+		lim, ok := s.Quotas[scope][k]
+		if !ok || used+v > lim {
+			return &sched.QuotaShortfall{Scope: scope, Key: k, Asked: v, Used: used, Limit: lim}
+		}
+	}
+	return nil
+}
+
+// JobsExpire removes jobs that ended before Before, with their tasks,
+// tokens and request IDs, so state and snapshots stay bounded.
+type JobsExpire struct {
+	Before time.Time `json:"before"`
+}
+
+// ExpireResult counts what JobsExpire removed.
+type ExpireResult struct {
+	Jobs int `json:"jobs"`
+}
+
+func (*JobsExpire) Type() MsgType { return MsgJobsExpire }
+
+func (c *JobsExpire) apply(s *State) (any, error) {
+	gone := map[structs.JobID]bool{}
+	for id, at := range s.Ended {
+		if at.Before(c.Before) {
+			gone[id] = true
+		}
+	}
+	for _, t := range s.Tasks {
+		if gone[t.Job] && t.State.HoldsResources() {
+			delete(gone, t.Job) // a task still stopping: keep the job until it ends
+		}
+	}
+	for id, t := range s.Tasks {
+		if gone[t.Job] {
+			delete(s.Tasks, id)
+			delete(s.Tokens, id)
+		}
+	}
+	for id := range gone {
+		delete(s.Jobs, id)
+		delete(s.Ended, id)
+	}
+	for r, id := range s.Requests {
+		if gone[id] {
+			delete(s.Requests, r)
+		}
+	}
+	return ExpireResult{Jobs: len(gone)}, nil
+}

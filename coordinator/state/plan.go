@@ -1,0 +1,227 @@
+package state
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// PlanCommit applies a scheduling plan computed by the leader on an
+// earlier snapshot. Every placement is checked again against the current
+// state (the job still wants those replicas, nodes are ready with room and
+// free accelerators, quota still allows the charge); a placement that no
+// longer holds is rejected whole (a gang never lands partly), the rest
+// apply. Tokens carries each new task's allocation token (made by the
+// leader: Apply creates no randomness).
+type PlanCommit struct {
+	Plan   *sched.Plan               `json:"plan"`
+	Now    time.Time                 `json:"now"`
+	Tokens map[structs.TaskID]string `json:"tokens,omitempty"`
+}
+
+// CommitResult reports what applied.
+type CommitResult struct {
+	Placed   []structs.JobID `json:"placed,omitempty"`
+	Rejected []Rejection     `json:"rejected,omitempty"`
+}
+
+// Rejection is a placement that no longer held at apply time.
+type Rejection struct {
+	Job    structs.JobID `json:"job"`
+	Reason string        `json:"reason"`
+}
+
+func (*PlanCommit) Type() MsgType { return MsgPlanCommit }
+
+func (c *PlanCommit) apply(s *State) (any, error) {
+	if c.Plan == nil {
+		return nil, fmt.Errorf("plan commit: no plan: %w", ErrInvalid)
+	}
+	var res CommitResult
+	use := s.nodeUse()
+	for i := range c.Plan.Placements {
+		pl := &c.Plan.Placements[i]
+		if err := s.checkPlacement(pl, use); err != nil {
+			res.Rejected = append(res.Rejected, Rejection{Job: pl.Job, Reason: err.Error()})
+			continue
+		}
+		s.place(pl, use, c.Now, c.Tokens)
+		res.Placed = append(res.Placed, pl.Job)
+	}
+	for _, p := range c.Plan.Preemptions {
+		v := s.Jobs[p.Victim]
+		if v == nil || v.State.Ended() || v.Priority != structs.PriorityLow {
+			continue
+		}
+		for _, t := range s.TasksOf(p.Victim) {
+			if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {
+				s.putTask(t.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, structs.StopPreempted })
+			}
+		}
+		s.putJob(p.Victim, func(j *structs.Job) { j.Reason = "preempted by " + string(p.Preemptor) })
+	}
+	for _, to := range c.Plan.Timeouts {
+		j := s.Jobs[to.Job]
+		if j == nil || j.State != structs.JobPending {
+			continue
+		}
+		reason := to.Reason
+		if to.Why != nil && to.Why.Message != "" {
+			reason += ": " + to.Why.Message
+		}
+		s.endJob(to.Job, structs.JobFailed, reason, c.Now, structs.StopCancelled)
+	}
+	s.Reservations = nil
+	for _, r := range c.Plan.Reservations {
+		if j := s.Jobs[r.Job]; j != nil && j.State == structs.JobPending && s.Nodes[r.Node] != nil {
+			s.Reservations = append(s.Reservations, r)
+		}
+	}
+	return res, nil
+}
+
+// use is what tasks hold on one node.
+type use struct {
+	cpu, mem int64
+	accels   structs.AccelMask
+	devices  map[string]int64
+}
+
+func (s *State) nodeUse() map[structs.NodeID]*use {
+	m := map[structs.NodeID]*use{}
+	for _, t := range s.Tasks {
+		if !t.State.HoldsResources() {
+			continue
+		}
+		u := m[t.Node]
+		if u == nil {
+			u = &use{devices: map[string]int64{}}
+			m[t.Node] = u
+		}
+		u.add(t.Resources, t.Accels)
+	}
+	return m
+}
+
+func (u *use) add(r structs.Resources, a structs.AccelMask) {
+	u.cpu += r.MilliCPU
+	u.mem += r.Memory
+	u.accels |= a
+	for d, c := range r.Devices {
+		u.devices[d] += c
+	}
+}
+
+// checkPlacement re-checks pl against the current state.
+func (s *State) checkPlacement(pl *sched.Placement, uses map[structs.NodeID]*use) error {
+	j := s.Jobs[pl.Job]
+	if j == nil || j.State.Ended() {
+		return fmt.Errorf("job %s no longer exists or has ended", pl.Job)
+	}
+	if pl.Shape < 0 || pl.Shape >= j.NumShapes() {
+		return fmt.Errorf("job %s has no shape %d", pl.Job, pl.Shape)
+	}
+	live := map[int]bool{}
+	for _, t := range s.TasksOf(pl.Job) {
+		if t.Attempt == j.Attempt && t.State.HoldsResources() {
+			live[t.Index] = true
+		}
+	}
+	if j.State != structs.JobPending && j.Kind != structs.KindService {
+		return fmt.Errorf("job %s is %s, not pending", pl.Job, j.State)
+	}
+	replicas := j.ShapeAt(pl.Shape).Replicas
+	extra := map[structs.NodeID]*use{}
+	for _, tp := range pl.Tasks {
+		if tp.Index < 0 || tp.Index >= replicas || live[tp.Index] {
+			return fmt.Errorf("job %s replica %d is already placed or out of range", pl.Job, tp.Index)
+		}
+		live[tp.Index] = true
+		n := s.Nodes[tp.Node]
+		if n == nil || (n.State != structs.NodeReady && n.State != "") {
+			return fmt.Errorf("node %s is gone or not ready", tp.Node)
+		}
+		u := uses[tp.Node]
+		if u == nil {
+			u = &use{}
+		}
+		e := extra[tp.Node]
+		if e == nil {
+			e = &use{devices: map[string]int64{}}
+			extra[tp.Node] = e
+		}
+		if (u.accels|e.accels)&tp.Accels != 0 || int64(tp.Accels.Count()) != tp.Resources.Accels {
+			return fmt.Errorf("accelerators %v on node %s are taken", tp.Accels.Indices(), tp.Node)
+		}
+		for _, q := range n.QuarantinedAccels {
+			if tp.Accels&(1<<uint(q)) != 0 {
+				return fmt.Errorf("accelerator %d on node %s is quarantined", q, tp.Node)
+			}
+		}
+		if tp.Resources.Accels > 0 && n.Capacity.Accels < 64 && uint64(tp.Accels)>>uint(n.Capacity.Accels) != 0 {
+			return fmt.Errorf("node %s has no accelerator %v", tp.Node, tp.Accels.Indices())
+		}
+		e.add(tp.Resources, tp.Accels)
+		if u.cpu+e.cpu > n.Capacity.MilliCPU || u.mem+e.mem > n.Capacity.Memory {
+			return fmt.Errorf("node %s has no room left for replica %d", tp.Node, tp.Index)
+		}
+		for d, v := range e.devices {
+			if u.devices[d]+v > n.Capacity.Devices[d] {
+				return fmt.Errorf("node %s has no %s left", tp.Node, d)
+			}
+		}
+	}
+	if j.IsGang() && len(live) != replicas {
+		return fmt.Errorf("gang %s would have %d of %d replicas", pl.Job, len(live), replicas)
+	}
+	if j.Priority == structs.PriorityNormal {
+		if q := s.quotaShortfall(j, pl.Charge); q != nil {
+			return fmt.Errorf("%s", q)
+		}
+	}
+	return nil
+}
+
+// place applies a checked placement.
+func (s *State) place(pl *sched.Placement, uses map[structs.NodeID]*use, now time.Time, tokens map[structs.TaskID]string) {
+	j := s.Jobs[pl.Job]
+	for _, tp := range pl.Tasks {
+		id := structs.MakeTaskID(j.ID, tp.Index, j.Attempt)
+		s.Tasks[id] = &structs.Task{
+			ID: id, Job: j.ID, Index: tp.Index, Attempt: j.Attempt, Node: tp.Node, Pool: tp.Pool,
+			Priority: j.Priority, State: structs.TaskScheduled, Resources: tp.Resources, Accels: tp.Accels,
+			ScheduledAt: now,
+		}
+		if tok, ok := tokens[id]; ok {
+			s.Tokens[id] = tok
+		}
+		u := uses[tp.Node]
+		if u == nil {
+			u = &use{devices: map[string]int64{}}
+			uses[tp.Node] = u
+		}
+		u.add(tp.Resources, tp.Accels)
+	}
+	scope := j.ChargedScope
+	if scope == "" {
+		scope = j.ChargeScope()
+	}
+	if j.Priority == structs.PriorityNormal {
+		s.charge(scope, j.Charged, pl.Charge)
+	}
+	s.putJob(j.ID, func(j *structs.Job) {
+		if j.State == structs.JobPending {
+			j.State, j.Reason = structs.JobScheduled, ""
+		}
+		j.Shape = pl.Shape
+		if j.Priority == structs.PriorityNormal {
+			j.Charged, j.ChargedScope = pl.Charge, ""
+			if pl.Charge != nil {
+				j.ChargedScope = scope
+			}
+		}
+	})
+	s.dropReservations(j.ID)
+}

@@ -1,0 +1,191 @@
+// Package state is the coordinator's replicated state and the deterministic
+// commands that change it. It performs no I/O and reads no clock: times,
+// IDs and tokens travel inside the commands (DESIGN §5), so every server
+// that applies the same log reaches the same state.
+//
+// Objects are copy-on-write: a command never mutates a Job, Task, Node or
+// Pool in place, it stores a modified copy. A Snapshot can therefore share
+// the pointers and be read by the scheduler while commands keep applying.
+package state
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// State is everything the servers agree on.
+type State struct {
+	Index        uint64                                    `json:"index"` // last applied log index
+	Clusters     map[structs.ClusterID]*structs.Cluster    `json:"clusters"`
+	Nodes        map[structs.NodeID]*structs.Node          `json:"nodes"`
+	Pools        map[structs.PoolID]*structs.Pool          `json:"pools"`
+	Quotas       map[structs.Scope]structs.ResourceList    `json:"quotas"`
+	Usage        map[structs.Scope]structs.ResourceList    `json:"usage"`
+	Jobs         map[structs.JobID]*structs.Job            `json:"jobs"`
+	Tasks        map[structs.TaskID]*structs.Task          `json:"tasks"`
+	Tokens       map[structs.TaskID]string                 `json:"tokens"`   // allocation tokens: secret
+	Requests     map[string]structs.JobID                  `json:"requests"` // client request ID -> job
+	Reservations []sched.Reservation                       `json:"reservations"`
+	Ended        map[structs.JobID]time.Time               `json:"ended"` // when each ended job ended (retention)
+}
+
+// New returns an empty state.
+func New() *State {
+	return &State{
+		Clusters: map[structs.ClusterID]*structs.Cluster{},
+		Nodes:    map[structs.NodeID]*structs.Node{},
+		Pools:    map[structs.PoolID]*structs.Pool{},
+		Quotas:   map[structs.Scope]structs.ResourceList{},
+		Usage:    map[structs.Scope]structs.ResourceList{},
+		Jobs:     map[structs.JobID]*structs.Job{},
+		Tasks:    map[structs.TaskID]*structs.Task{},
+		Tokens:   map[structs.TaskID]string{},
+		Requests: map[string]structs.JobID{},
+		Ended:    map[structs.JobID]time.Time{},
+	}
+}
+
+// Snapshot returns the scheduler's view of s: sorted, sharing the
+// (copy-on-write) objects, with every job that has not ended and every task
+// that holds resources. It copies the maps, so later commands do not change
+// it.
+func (s *State) Snapshot() *sched.Snapshot {
+	snap := &sched.Snapshot{
+		Index:        s.Index,
+		Quotas:       make(map[structs.Scope]structs.ResourceList, len(s.Quotas)),
+		Usage:        make(map[structs.Scope]structs.ResourceList, len(s.Usage)),
+		Jobs:         make(map[structs.JobID]*structs.Job, len(s.Jobs)),
+		Reservations: slices.Clone(s.Reservations),
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Nodes)) {
+		snap.Nodes = append(snap.Nodes, s.Nodes[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Pools)) {
+		snap.Pools = append(snap.Pools, s.Pools[id])
+	}
+	for k, v := range s.Quotas {
+		snap.Quotas[k] = v.Clone()
+	}
+	for k, v := range s.Usage {
+		snap.Usage[k] = v.Clone()
+	}
+	for id, j := range s.Jobs {
+		if !j.State.Ended() {
+			snap.Jobs[id] = j
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Tasks)) {
+		if t := s.Tasks[id]; t.State.HoldsResources() {
+			snap.Tasks = append(snap.Tasks, t)
+		}
+	}
+	return snap
+}
+
+// Pending lists the jobs that want replicas placed, in ID order: pending
+// jobs, and services with fewer live tasks than replicas.
+func (s *State) Pending() []*structs.Job {
+	live := s.liveCount()
+	var out []*structs.Job
+	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
+		j := s.Jobs[id]
+		if j.State == structs.JobPending ||
+			(j.Kind == structs.KindService && !j.State.Ended() && live[id] < j.ShapeAt(j.Shape).Replicas) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// liveCount counts, per job, tasks of its current attempt that hold
+// resources and are not stopping.
+func (s *State) liveCount() map[structs.JobID]int {
+	live := map[structs.JobID]int{}
+	for _, t := range s.Tasks {
+		if j := s.Jobs[t.Job]; j != nil && t.Attempt == j.Attempt && t.State.HoldsResources() && t.State != structs.TaskStopping {
+			live[t.Job]++
+		}
+	}
+	return live
+}
+
+// TasksOf returns job id's tasks (any state), by index then attempt.
+func (s *State) TasksOf(id structs.JobID) []*structs.Task {
+	var out []*structs.Task
+	for _, t := range s.Tasks {
+		if t.Job == id {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b *structs.Task) int {
+		if a.Index != b.Index {
+			return a.Index - b.Index
+		}
+		return a.Attempt - b.Attempt
+	})
+	return out
+}
+
+// CheckInvariants runs the scheduling core's invariant checker on s.
+func (s *State) CheckInvariants() error { return sched.CheckInvariants(s.Snapshot()) }
+
+// charge moves scope's usage from old to new, never below zero.
+func (s *State) charge(scope structs.Scope, old, new structs.ResourceList) {
+	if scope == "" || (len(old) == 0 && len(new) == 0) {
+		return
+	}
+	u := s.Usage[scope].Clone()
+	for k, v := range old {
+		u[k] -= v
+	}
+	for k, v := range new {
+		u[k] += v
+	}
+	for k, v := range u {
+		if v <= 0 {
+			delete(u, k) // clamped: CheckInvariants reports any mismatch
+		}
+	}
+	s.Usage[scope] = u
+}
+
+// putJob stores a modified copy of job id made by edit.
+func (s *State) putJob(id structs.JobID, edit func(j *structs.Job)) *structs.Job {
+	j := *s.Jobs[id]
+	edit(&j)
+	s.Jobs[id] = &j
+	return &j
+}
+
+// putTask stores a modified copy of task id made by edit.
+func (s *State) putTask(id structs.TaskID, edit func(t *structs.Task)) *structs.Task {
+	t := *s.Tasks[id]
+	edit(&t)
+	s.Tasks[id] = &t
+	return &t
+}
+
+// endJob ends job id in state st with reason: its charge is released, its
+// reservations dropped, its tasks that still run are told to stop.
+func (s *State) endJob(id structs.JobID, st structs.JobState, reason string, now time.Time, stop structs.StopReason) {
+	j := s.Jobs[id]
+	s.charge(j.ChargedScope, j.Charged, nil)
+	s.putJob(id, func(j *structs.Job) {
+		j.State, j.Reason, j.Charged, j.ChargedScope = st, reason, nil, ""
+	})
+	s.Ended[id] = now
+	s.dropReservations(id)
+	for _, t := range s.TasksOf(id) {
+		if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {
+			s.putTask(t.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, stop })
+		}
+	}
+}
+
+func (s *State) dropReservations(id structs.JobID) {
+	s.Reservations = slices.DeleteFunc(slices.Clone(s.Reservations), func(r sched.Reservation) bool { return r.Job == id })
+}

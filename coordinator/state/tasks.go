@@ -1,0 +1,195 @@
+package state
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// MaxRestarts bounds how often a batch job with restartPolicy OnFailure is
+// restarted after a replica fails.
+const MaxRestarts = 3
+
+// TaskEvent is what an agent or backend reported about one task.
+type TaskEvent struct {
+	Task     structs.TaskID    `json:"task"`
+	State    structs.TaskState `json:"state"` // Running, Succeeded, Failed or Lost
+	ExitCode int               `json:"exitCode,omitempty"`
+	Healthy  *bool             `json:"healthy,omitempty"`
+	Message  string            `json:"message,omitempty"`
+	Time     time.Time         `json:"time"`
+}
+
+// TaskUpdate applies task events in order. Events for unknown or already
+// ended tasks are ignored (a late or repeated report).
+type TaskUpdate struct {
+	Events []TaskEvent `json:"events"`
+}
+
+func (*TaskUpdate) Type() MsgType { return MsgTaskUpdate }
+
+func (c *TaskUpdate) apply(s *State) (any, error) {
+	for _, e := range c.Events {
+		switch e.State {
+		case structs.TaskRunning, structs.TaskSucceeded, structs.TaskFailed, structs.TaskLost:
+		default:
+			return nil, fmt.Errorf("task %s: state %q is not allowed: use Running, Succeeded, Failed or Lost: %w", e.Task, e.State, ErrInvalid)
+		}
+	}
+	for _, e := range c.Events {
+		s.taskEvent(e)
+	}
+	return nil, nil
+}
+
+func (s *State) taskEvent(e TaskEvent) {
+	t := s.Tasks[e.Task]
+	if t == nil || !t.State.HoldsResources() {
+		return
+	}
+	j := s.Jobs[t.Job]
+	if e.State == structs.TaskRunning {
+		s.putTask(t.ID, func(t *structs.Task) {
+			if t.State == structs.TaskScheduled {
+				t.State, t.StartedAt = structs.TaskRunning, e.Time
+			}
+			if e.Healthy != nil {
+				t.Healthy = *e.Healthy
+			}
+		})
+		if j != nil && j.State == structs.JobScheduled && s.allRunning(j) {
+			s.putJob(j.ID, func(j *structs.Job) { j.State = structs.JobRunning })
+		}
+		return
+	}
+	stopping, reason := t.State == structs.TaskStopping, t.StopReason
+	s.putTask(t.ID, func(t *structs.Task) { t.State, t.ExitCode = e.State, e.ExitCode })
+	if j == nil || t.Attempt != j.Attempt {
+		return
+	}
+	if stopping {
+		s.afterStop(j.ID, reason, e.Time)
+		return
+	}
+	s.afterExit(j.ID, t, e)
+}
+
+// allRunning reports whether every replica of j's attempt is running.
+func (s *State) allRunning(j *structs.Job) bool {
+	n := 0
+	for _, t := range s.TasksOf(j.ID) {
+		if t.Attempt != j.Attempt || !t.State.HoldsResources() {
+			continue
+		}
+		if t.State != structs.TaskRunning {
+			return false
+		}
+		n++
+	}
+	return n >= max(1, min(j.ShapeAt(j.Shape).Replicas, max(j.MinAvailable, 1)))
+}
+
+// holding reports whether any task of j's current attempt holds resources.
+func (s *State) holding(j *structs.Job) bool {
+	for _, t := range s.TasksOf(j.ID) {
+		if t.Attempt == j.Attempt && t.State.HoldsResources() {
+			return true
+		}
+	}
+	return false
+}
+
+// afterStop runs when a task atom stopped has ended.
+func (s *State) afterStop(id structs.JobID, reason structs.StopReason, now time.Time) {
+	j := s.Jobs[id]
+	if j.State.Ended() || s.holding(j) {
+		return
+	}
+	switch reason {
+	case structs.StopPreempted:
+		limit := j.MaxPreemptions
+		if limit == 0 {
+			limit = structs.DefaultMaxPreemptions
+		}
+		if j.Preemptions+1 > limit {
+			s.endJob(id, structs.JobFailed, fmt.Sprintf("%s: preempted %d times", structs.ReasonTooManyPreempt, j.Preemptions+1), now, structs.StopCancelled)
+			return
+		}
+		s.requeue(id, structs.ReasonPreempted, now, true)
+	case structs.StopGang:
+		s.requeue(id, j.Reason, now, false)
+	}
+}
+
+// requeue returns j to Pending with a new attempt. Its quota charge (if
+// any) stays: a pending job holds quota.
+func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempted bool) {
+	s.putJob(id, func(j *structs.Job) {
+		j.State, j.Reason = structs.JobPending, reason
+		j.Attempt++
+		j.PendingSince = now
+		if preempted {
+			j.Preemptions++
+		}
+	})
+}
+
+// afterExit runs when a task ended on its own.
+func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
+	j := s.Jobs[id]
+	if j.State.Ended() || j.Kind == structs.KindService {
+		return // a service replica is placed again by the next cycle
+	}
+	if e.State == structs.TaskSucceeded {
+		if j.Kind == structs.KindMPI && t.Index == 0 {
+			s.endJob(id, structs.JobSucceeded, "launcher exited 0", e.Time, structs.StopCancelled)
+			return
+		}
+		done := 0
+		for _, x := range s.TasksOf(id) {
+			if x.Attempt == j.Attempt && x.State == structs.TaskSucceeded {
+				done++
+			}
+		}
+		if done >= j.ShapeAt(j.Shape).Replicas {
+			s.endJob(id, structs.JobSucceeded, "", e.Time, structs.StopCancelled)
+		}
+		return
+	}
+	why := fmt.Sprintf("replica %d %s", t.Index, describeExit(e))
+	restarts := j.Attempt - j.Preemptions
+	if j.RestartPolicy != structs.RestartOnFailure || restarts >= MaxRestarts {
+		s.endJob(id, structs.JobFailed, why, e.Time, structs.StopCancelled)
+		return
+	}
+	// Restart the whole job: siblings stop; once they have, it is requeued.
+	s.putJob(id, func(j *structs.Job) { j.Reason = "restarting: " + why })
+	stopped := false
+	for _, x := range s.TasksOf(id) {
+		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {
+			s.putTask(x.ID, func(x *structs.Task) { x.State, x.StopReason = structs.TaskStopping, structs.StopGang })
+			stopped = true
+		}
+	}
+	if !stopped && !s.holding(s.Jobs[id]) {
+		s.requeue(id, "restarting: "+why, e.Time, false)
+	}
+}
+
+func describeExit(e TaskEvent) string {
+	switch {
+	case e.State == structs.TaskLost:
+		return "was lost" + suffix(e.Message)
+	case e.Message != "":
+		return fmt.Sprintf("failed with exit code %d: %s", e.ExitCode, e.Message)
+	}
+	return fmt.Sprintf("failed with exit code %d", e.ExitCode)
+}
+
+func suffix(m string) string {
+	if m == "" {
+		return ""
+	}
+	return ": " + m
+}
