@@ -29,6 +29,7 @@ func (c *NodeUpsert) apply(s *State) (any, error) {
 		n.State = structs.NodeReady
 	}
 	s.Nodes[n.Name] = n
+	s.admitter = nil
 	return nil, nil
 }
 
@@ -49,6 +50,7 @@ func (c *NodeRemove) apply(s *State) (any, error) {
 		}
 	}
 	delete(s.Nodes, c.Name)
+	s.admitter = nil
 	return nil, nil
 }
 
@@ -70,6 +72,7 @@ func (c *PoolUpsert) apply(s *State) (any, error) {
 		}
 	}
 	s.Pools[p.Name] = p
+	s.admitter = nil
 	return nil, nil
 }
 
@@ -90,6 +93,7 @@ func (c *PoolRemove) apply(s *State) (any, error) {
 		}
 	}
 	delete(s.Pools, c.Name)
+	s.admitter = nil
 	return nil, nil
 }
 

@@ -97,5 +97,8 @@ func (s *State) Apply(index uint64, c Command) (any, error) {
 	if index > s.Index {
 		s.Index = index
 	}
+	if s.byJob == nil {
+		s.reindex()
+	}
 	return c.apply(s)
 }

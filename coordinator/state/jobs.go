@@ -45,7 +45,7 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 			return nil, fmt.Errorf("job %s %w (%s, %s): cancel it or choose another name", j.Name, ErrExists, o.ID, o.State)
 		}
 	}
-	a, err := sched.Admit(s.Snapshot(), j)
+	a, err := s.admit(j)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +218,7 @@ func (c *JobsExpire) apply(s *State) (any, error) {
 	for id := range gone {
 		delete(s.Jobs, id)
 		delete(s.Ended, id)
+		delete(s.byJob, id)
 	}
 	for r, id := range s.Requests {
 		if gone[id] {

@@ -189,11 +189,11 @@ func (s *State) place(pl *sched.Placement, uses map[structs.NodeID]*use, now tim
 	j := s.Jobs[pl.Job]
 	for _, tp := range pl.Tasks {
 		id := structs.MakeTaskID(j.ID, tp.Index, j.Attempt)
-		s.Tasks[id] = &structs.Task{
+		s.addTask(&structs.Task{
 			ID: id, Job: j.ID, Index: tp.Index, Attempt: j.Attempt, Node: tp.Node, Pool: tp.Pool,
 			Priority: j.Priority, State: structs.TaskScheduled, Resources: tp.Resources, Accels: tp.Accels,
 			ScheduledAt: now,
-		}
+		})
 		if tok, ok := tokens[id]; ok {
 			s.Tokens[id] = tok
 		}

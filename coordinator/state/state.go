@@ -19,18 +19,22 @@ import (
 
 // State is everything the servers agree on.
 type State struct {
-	Index        uint64                                    `json:"index"` // last applied log index
-	Clusters     map[structs.ClusterID]*structs.Cluster    `json:"clusters"`
-	Nodes        map[structs.NodeID]*structs.Node          `json:"nodes"`
-	Pools        map[structs.PoolID]*structs.Pool          `json:"pools"`
-	Quotas       map[structs.Scope]structs.ResourceList    `json:"quotas"`
-	Usage        map[structs.Scope]structs.ResourceList    `json:"usage"`
-	Jobs         map[structs.JobID]*structs.Job            `json:"jobs"`
-	Tasks        map[structs.TaskID]*structs.Task          `json:"tasks"`
-	Tokens       map[structs.TaskID]string                 `json:"tokens"`   // allocation tokens: secret
-	Requests     map[string]structs.JobID                  `json:"requests"` // client request ID -> job
-	Reservations []sched.Reservation                       `json:"reservations"`
-	Ended        map[structs.JobID]time.Time               `json:"ended"` // when each ended job ended (retention)
+	Index        uint64                                 `json:"index"` // last applied log index
+	Clusters     map[structs.ClusterID]*structs.Cluster `json:"clusters"`
+	Nodes        map[structs.NodeID]*structs.Node       `json:"nodes"`
+	Pools        map[structs.PoolID]*structs.Pool       `json:"pools"`
+	Quotas       map[structs.Scope]structs.ResourceList `json:"quotas"`
+	Usage        map[structs.Scope]structs.ResourceList `json:"usage"`
+	Jobs         map[structs.JobID]*structs.Job         `json:"jobs"`
+	Tasks        map[structs.TaskID]*structs.Task       `json:"tasks"`
+	Tokens       map[structs.TaskID]string              `json:"tokens"`   // allocation tokens: secret
+	Requests     map[string]structs.JobID               `json:"requests"` // client request ID -> job
+	Reservations []sched.Reservation                    `json:"reservations"`
+	Ended        map[structs.JobID]time.Time            `json:"ended"` // when each ended job ended (retention)
+
+	// Derived indexes, rebuilt on demand (not serialised).
+	byJob    map[structs.JobID][]structs.TaskID // tasks of each job
+	admitter *sched.Admitter                    // over Nodes and Pools; nil after they change
 }
 
 // New returns an empty state.
@@ -114,10 +118,18 @@ func (s *State) liveCount() map[structs.JobID]int {
 }
 
 // TasksOf returns job id's tasks (any state), by index then attempt.
+// It only reads, so it is safe under a read lock.
 func (s *State) TasksOf(id structs.JobID) []*structs.Task {
 	var out []*structs.Task
-	for _, t := range s.Tasks {
-		if t.Job == id {
+	if s.byJob == nil { // not indexed yet (decoded, never applied to)
+		for _, t := range s.Tasks {
+			if t.Job == id {
+				out = append(out, t)
+			}
+		}
+	}
+	for _, tid := range s.byJob[id] {
+		if t := s.Tasks[tid]; t != nil {
 			out = append(out, t)
 		}
 	}
@@ -128,6 +140,38 @@ func (s *State) TasksOf(id structs.JobID) []*structs.Task {
 		return a.Attempt - b.Attempt
 	})
 	return out
+}
+
+// reindex rebuilds the derived indexes (write path only).
+func (s *State) reindex() {
+	s.byJob = map[structs.JobID][]structs.TaskID{}
+	for _, tid := range slices.Sorted(maps.Keys(s.Tasks)) {
+		t := s.Tasks[tid]
+		s.byJob[t.Job] = append(s.byJob[t.Job], tid)
+	}
+}
+
+// addTask stores a new task and indexes it.
+func (s *State) addTask(t *structs.Task) {
+	if s.Tasks[t.ID] == nil {
+		s.byJob[t.Job] = append(s.byJob[t.Job], t.ID)
+	}
+	s.Tasks[t.ID] = t
+}
+
+// admit runs admission for j against the cached admitter.
+func (s *State) admit(j *structs.Job) (sched.Admission, error) {
+	if s.admitter == nil {
+		snap := &sched.Snapshot{}
+		for _, id := range slices.Sorted(maps.Keys(s.Nodes)) {
+			snap.Nodes = append(snap.Nodes, s.Nodes[id])
+		}
+		for _, id := range slices.Sorted(maps.Keys(s.Pools)) {
+			snap.Pools = append(snap.Pools, s.Pools[id])
+		}
+		s.admitter = sched.NewAdmitter(snap)
+	}
+	return s.admitter.Admit(j, s.Quotas, s.Usage)
 }
 
 // CheckInvariants runs the scheduling core's invariant checker on s.

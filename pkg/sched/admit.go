@@ -51,7 +51,28 @@ func (e *UnsatisfiableError) Unwrap() error { return ErrUnsatisfiable }
 // hardware counts for that, since tags, taints and readiness change. Admit does
 // not change snap.
 func Admit(snap *Snapshot, j *structs.Job) (Admission, error) {
-	w := newWorld(snap)
+	return NewAdmitter(snap).Admit(j, snap.Quotas, snap.Usage)
+}
+
+// Admitter answers Admit for a fixed set of nodes and pools (a snapshot's
+// Nodes and Pools; its tasks and jobs are ignored: admission looks only at
+// hardware and quota). Build one when nodes or pools change and reuse it:
+// each Admit then costs no more than the job's own question. It is not
+// safe for concurrent use.
+type Admitter struct{ w *world }
+
+// NewAdmitter indexes snap's nodes and pools.
+func NewAdmitter(snap *Snapshot) *Admitter {
+	return &Admitter{w: newWorld(&Snapshot{Nodes: snap.Nodes, Pools: snap.Pools, Jobs: map[structs.JobID]*structs.Job{}})}
+}
+
+// Admit is Admit against the admitter's nodes and pools with the given
+// quota limits and usage (read only).
+func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs.ResourceList) (Admission, error) {
+	w := a.w
+	w.snap.Quotas = quotas
+	w.usage = usage
+	defer func() { w.snap.Quotas, w.usage = nil, nil }()
 	if err := w.checkKnown(j); err != nil {
 		return Admission{}, err
 	}
@@ -96,7 +117,7 @@ func Admit(snap *Snapshot, j *structs.Job) (Admission, error) {
 		if pool != nil {
 			return Admission{PoolOnly: true}, nil
 		}
-		if _, ok := snap.Quotas[scope]; !ok {
+		if _, ok := quotas[scope]; !ok {
 			return Admission{}, &QuotaError{QuotaShortfall{Scope: scope, Key: q.Key, Asked: q.Asked, Used: q.Used, Limit: 0}}
 		}
 		return Admission{}, &QuotaError{*q}
@@ -107,18 +128,21 @@ func Admit(snap *Snapshot, j *structs.Job) (Admission, error) {
 // checkKnown refuses accelerator and device types and pinned nodes and
 // clusters that no node has, naming what exists.
 func (w *world) checkKnown(j *structs.Job) error {
-	accel, dev := map[string]bool{}, map[string]bool{}
-	clusters := map[structs.ClusterID]bool{}
-	for i := range w.nodes {
-		n := w.nodes[i].n
-		clusters[n.Cluster] = true
-		if n.Capacity.Accels > 0 {
-			accel[n.Capacity.AccelType] = true
+	if w.known == nil {
+		k := &knownTypes{accel: map[string]bool{}, dev: map[string]bool{}, clusters: map[structs.ClusterID]bool{}}
+		for i := range w.nodes {
+			n := w.nodes[i].n
+			k.clusters[n.Cluster] = true
+			if n.Capacity.Accels > 0 {
+				k.accel[n.Capacity.AccelType] = true
+			}
+			for d := range n.Capacity.Devices {
+				k.dev[d] = true
+			}
 		}
-		for d := range n.Capacity.Devices {
-			dev[d] = true
-		}
+		w.known = k
 	}
+	accel, dev, clusters := w.known.accel, w.known.dev, w.known.clusters
 	for i := 0; i < j.NumShapes(); i++ {
 		r := j.ShapeAt(i).Resources
 		if r.Accels > 0 && r.AccelType != "" && !accel[r.AccelType] {
@@ -143,6 +167,12 @@ func (w *world) checkKnown(j *structs.Job) error {
 		return fmt.Errorf("cluster %q does not exist: known clusters are %s", j.Cluster, known(names))
 	}
 	return nil
+}
+
+// knownTypes is what exists on the nodes, computed once per world.
+type knownTypes struct {
+	accel, dev map[string]bool
+	clusters   map[structs.ClusterID]bool
 }
 
 func known(m map[string]bool) string {

@@ -37,6 +37,7 @@ type world struct {
 	seq      []int   // 0, 1, 2, ...: shared, read-only replica indices
 	allCl    []int16 // every cluster index, shared, read-only
 	ctx      jobCtx  // scratch placement context (see newCtx)
+	known    *knownTypes
 	sels     map[string]selector
 }
 
