@@ -27,7 +27,9 @@ type Input struct {
 	// services with fewer live tasks than replicas. Order does not matter.
 	Pending []*structs.Job
 	Now     time.Time
-	Seed    uint64 // tie-break seed, e.g. snapshot index; same seed, same plan
+	// Seed is reserved for randomised tie-breaks (e.g. the snapshot
+	// index). Today's policy breaks ties by node order and does not read it.
+	Seed uint64
 	// OnDecision, if set, is called after each job's decision (placed or
 	// not), in order. Benchmarks and metrics time decisions with it; the
 	// core itself reads no clock.

@@ -144,7 +144,17 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 	if !j.IsGang() {
 		need = min(need, max(1, j.MinAvailable-len(w.liveOf[j.ID])))
 	}
-	everSlots, nowSlots := 0, 0
+	// Replicas that fit, per place a placement must stay within: a gang
+	// stays in one pool of one cluster, other jobs in one cluster.
+	type place struct{ cluster, pool int16 }
+	ever, now := map[place]int{}, map[place]int{}
+	gang := j.IsGang()
+	placeOf := func(g *group) place {
+		if gang {
+			return place{g.cluster, g.pool}
+		}
+		return place{g.cluster, -1}
+	}
 	var maxCap int64
 	frag := &Fragmentation{AccelType: r.AccelType, Needed: r.Accels}
 	add := func(k rkey, n int) {
@@ -179,7 +189,7 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 				}
 			}
 			if rs == rOK || rs == rSpread {
-				everSlots += w.slots(c, ni, true)
+				ever[placeOf(g)] += w.slots(c, ni, true)
 				if r.Accels > 0 {
 					maxCap = max(maxCap, nd.n.Capacity.Accels)
 					if free := popcount(nd.accels); free > 0 {
@@ -192,7 +202,7 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 			if rs == rOK {
 				rs = w.freeCheck(ni, w.alloc(ni, r), j.ID, j.Priority)
 				if rs == rOK {
-					nowSlots += w.slots(c, ni, false)
+					now[placeOf(g)] += w.slots(c, ni, false)
 					continue
 				}
 			}
@@ -225,13 +235,20 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 		}
 		why.Filtered = append(why.Filtered, Count{Reason: text, Nodes: counts[k]})
 	}
+	everSlots, nowSlots := 0, 0
+	for _, v := range ever {
+		everSlots = max(everSlots, v)
+	}
+	for _, v := range now {
+		nowSlots = max(nowSlots, v)
+	}
 	why.NeverFits = everSlots < need
 	if j.NodeName != "" && c.nodePin == -2 {
 		why.NeverFits = true
 		why.Filtered = append(why.Filtered, Count{Reason: fmt.Sprintf("node %s does not exist", j.NodeName), Nodes: 0})
 	}
 	if j.IsGang() || need > 1 {
-		why.Gang = &GangShortfall{Needed: need, Fit: min(nowSlots, need), MaxFit: min(everSlots, need)}
+		why.Gang = &GangShortfall{Needed: need, Fit: min(nowSlots, need), MaxFit: min(everSlots, need), Together: gang}
 	}
 	if r.Accels > 0 && !why.NeverFits && frag.MaxFree < r.Accels && frag.TotalFree >= r.Accels*int64(need) {
 		if frag.AccelType == "" {

@@ -341,8 +341,7 @@ func (w *world) capacityCheck(ni int32, r structs.Resources) reason {
 	n := &w.nodes[ni]
 	capa := n.n.Capacity
 	if r.Accels > 0 {
-		healthy := capa.Accels - int64(len(n.n.QuarantinedAccels))
-		if r.Accels > healthy {
+		if r.Accels > n.healthy {
 			return rCapacity
 		}
 		if r.MilliCPU > r.Accels*n.shareCPU || r.Memory > r.Accels*n.shareMem {

@@ -36,10 +36,12 @@ func (w *world) findNode(c *jobCtx, lvl int) int32 {
 		for _, gi := range tier {
 			top = max(top, w.groups[gi].idx.maxKey())
 		}
-		for k := need; k <= top; k++ {
+		// Keys are clamped to each group's last bucket (CPU nodes with more
+		// than maxCPUKey free cores share it), so start from the clamped need.
+		for k := min(need, top); k <= top; k++ {
 			for _, gi := range tier {
 				g := w.groups[gi]
-				if k > g.idx.maxKey() {
+				if k > g.idx.maxKey() || (k < need && k < g.idx.maxKey()) {
 					continue
 				}
 				for _, ni := range g.idx.b[k] {

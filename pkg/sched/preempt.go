@@ -164,7 +164,7 @@ func (w *world) victimsOneNode(c *jobCtx, cands []*victim) []*victim {
 		if w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, c.shape.Resources) != rOK {
 			continue
 		}
-		set := w.minimalSet(onNode[ni], func() bool { return w.fitsNode(c, ni) })
+		set := w.cheapestSet(onNode[ni], func() bool { return w.fitsNode(c, ni) })
 		if set == nil {
 			continue
 		}
@@ -179,7 +179,29 @@ func (w *world) victimsOneNode(c *jobCtx, cands []*victim) []*victim {
 // victimsGang adds victims in order until the replicas fit, then prunes.
 func (w *world) victimsGang(c *jobCtx, cands []*victim, missing []int) []*victim {
 	fits := func() bool { return w.fitsAll(c, len(missing)) }
-	return w.minimalSet(cands, fits)
+	return w.cheapestSet(cands, fits)
+}
+
+// cheapestSet returns the cheaper (fewest victims, then fewest resources)
+// of two minimal sets: one built from the most recently started victims
+// first (least work lost), one from the largest first (fewest victims).
+func (w *world) cheapestSet(cands []*victim, fits func() bool) []*victim {
+	recent := w.minimalSet(cands, fits)
+	if recent == nil {
+		return nil
+	}
+	bySize := slices.Clone(cands)
+	slices.SortStableFunc(bySize, func(a, b *victim) int {
+		if a.accels != b.accels {
+			return cmp.Compare(b.accels, a.accels)
+		}
+		return cmp.Compare(b.cpu, a.cpu)
+	})
+	large := w.minimalSet(bySize, fits)
+	if large != nil && less3(setCost(large), setCost(recent)) {
+		return large
+	}
+	return recent
 }
 
 // minimalSet evicts candidates in order until fits() holds, then puts back

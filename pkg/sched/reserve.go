@@ -7,21 +7,19 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// gangPool returns the first pool j may use where its gang could fit on
-// empty nodes: the pool its starvation reservation is made in.
-func (w *world) gangPool(j *structs.Job) (int16, bool) {
+// gangPool returns the first cluster and pool j may use where its gang
+// could fit on empty nodes: where its starvation reservation is made.
+func (w *world) gangPool(j *structs.Job) (cluster, pool int16, ok bool) {
 	s := j.ShapeAt(0)
-	cls := w.clusterOrder(j, s)
-	if len(cls) == 0 {
-		return 0, false
-	}
-	c := w.newCtx(j, s, w.eligiblePools(j), cls[0])
-	for lvl, p := range c.pools {
-		if w.everSlots(c, lvl) >= s.Replicas {
-			return p, true
+	for _, cl := range w.clusterOrder(j, s) {
+		c := w.newCtx(j, s, w.eligiblePools(j), cl)
+		for lvl, p := range c.pools {
+			if w.everSlots(c, lvl) >= s.Replicas {
+				return cl, p, true
+			}
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // everSlots counts how many replicas of c would fit on the empty nodes of
@@ -47,7 +45,7 @@ func (w *world) slots(c *jobCtx, ni int32, empty bool) int {
 	a := w.alloc(ni, r)
 	nd := &w.nodes[ni]
 	capa := nd.n.Capacity
-	cpu, mem, acc := capa.MilliCPU, capa.Memory, capa.Accels-int64(len(nd.n.QuarantinedAccels))
+	cpu, mem, acc := capa.MilliCPU, capa.Memory, nd.healthy
 	if !empty {
 		hc, hm, ha, _ := w.held(ni, c.j.ID, c.j.Priority)
 		cpu, mem, acc = nd.freeCPU-hc, nd.freeMem-hm, popcount(nd.accels)-ha
@@ -80,16 +78,12 @@ func (w *world) slots(c *jobCtx, ni int32, empty bool) int {
 	return int(n)
 }
 
-// reserveGang reserves nodes of pool p for gang j, choosing those with the
+// reserveGang reserves nodes of pool p in cluster cl for gang j, choosing those with the
 // most free resources now so the gang is whole soonest. It reports whether
 // every replica got a reservation.
-func (w *world) reserveGang(j *structs.Job, p int16) bool {
+func (w *world) reserveGang(j *structs.Job, cl, p int16) bool {
 	s := j.ShapeAt(0)
-	cls := w.clusterOrder(j, s)
-	if len(cls) == 0 {
-		return false
-	}
-	c := w.newCtx(j, s, []int16{p}, cls[0])
+	c := w.newCtx(j, s, []int16{p}, cl)
 	type cand struct {
 		ni    int32
 		free  int64

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -29,12 +30,14 @@ func ScaleDown(j *structs.Job, live []*structs.Task, replicas int) (ScaleDownPla
 	if replicas < j.MinAvailable {
 		return p, fmt.Errorf("replicas %d is below minAvailable %d: lower minAvailable first", replicas, j.MinAvailable)
 	}
-	if replicas >= j.Replicas {
+	current := j.ShapeAt(j.Shape).Replicas // the shape it runs with
+	if replicas >= current {
 		return p, nil
 	}
-	tasks := slices.Clone(live)
+	// Stopping tasks are already going; they are not replicas any more.
+	tasks := slices.DeleteFunc(slices.Clone(live), func(t *structs.Task) bool { return t.State == structs.TaskStopping })
 	// Pending replicas are those without a task; they go first.
-	drop := j.Replicas - replicas - (j.Replicas - len(tasks))
+	drop := current - replicas - (current - len(tasks))
 	if drop <= 0 {
 		// Only pending replicas go; survivors may still need new indices.
 		return reindex(p, tasks, nil, replicas), nil
@@ -52,8 +55,8 @@ func ScaleDown(j *structs.Job, live []*structs.Task, replicas int) (ScaleDownPla
 		if ra, rb := rank(a), rank(b); ra != rb {
 			return ra - rb
 		}
-		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
-			return c
+		if c := placedAt(b).Compare(placedAt(a)); c != 0 {
+			return c // newest first
 		}
 		return cmp.Compare(b.Index, a.Index)
 	})
@@ -95,4 +98,12 @@ func reindex(p ScaleDownPlan, tasks []*structs.Task, stopped map[structs.TaskID]
 		taken[free] = true
 	}
 	return p
+}
+
+// placedAt is when a task was placed (its start if that was not recorded).
+func placedAt(t *structs.Task) time.Time {
+	if !t.ScheduledAt.IsZero() {
+		return t.ScheduledAt
+	}
+	return t.StartedAt
 }

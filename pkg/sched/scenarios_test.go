@@ -63,7 +63,7 @@ func TestC02GangHoldsNothingUntilItFits(t *testing.T) {
 	assert.Contains(t, []string{"n1", "n2"}, h.NodesOf("k")[0])
 	why := h.Why("j")
 	require.NotNil(t, why)
-	assert.Equal(t, &sched.GangShortfall{Needed: 5, Fit: 2, MaxFit: 4}, why.Gang)
+	assert.Equal(t, &sched.GangShortfall{Needed: 5, Fit: 2, MaxFit: 4, Together: true}, why.Gang)
 	assert.Contains(t, why.Message, "gang needs 5 replicas: 2 fit now, at most 4 on empty nodes")
 	assert.Contains(t, why.Message, "2 not matching selector fabric=ib")
 	h.Finish("k", structs.JobSucceeded)

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -31,6 +32,16 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 	for _, j := range in.Pending {
 		pending[j.ID] = true
 	}
+	// A preemption reservation lives while its victims stop, and one cycle
+	// more so the preemptor can take the room; then, if the room went to
+	// someone else, it is dropped and the preemptor may preempt again.
+	stopping := map[structs.NodeID]bool{}
+	for _, t := range snap.Tasks {
+		if t.State == structs.TaskStopping {
+			stopping[t.Node] = true
+		}
+	}
+	victimsLeft := map[structs.JobID]bool{}
 	gangHeld := map[int16]structs.JobID{}
 	for _, r := range snap.Reservations {
 		ni, ok := w.byName[r.Node]
@@ -41,10 +52,31 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		if r.Kind == ReserveGang {
 			gangHeld[w.nodes[ni].pool] = r.Job
 		}
+		if r.Kind == ReservePreemption && stopping[r.Node] {
+			victimsLeft[r.Job] = true
+		}
+	}
+	expiring := map[structs.JobID]bool{}
+	for _, r := range w.holds {
+		if r.Kind == ReservePreemption && !victimsLeft[r.Job] {
+			expiring[r.Job] = true
+		}
 	}
 
-	// 2. Order.
-	jobs := slices.Clone(in.Pending)
+	// 2. Order (each job once; malformed jobs are explained, not placed).
+	jobs := make([]*structs.Job, 0, len(in.Pending))
+	seen := make(map[structs.JobID]bool, len(in.Pending))
+	for _, j := range in.Pending {
+		if seen[j.ID] {
+			continue
+		}
+		seen[j.ID] = true
+		if msg := malformed(j); msg != "" {
+			plan.Pending[j.ID] = &Why{NeverFits: true, Message: "can never fit; " + msg}
+			continue
+		}
+		jobs = append(jobs, j)
+	}
 	slices.SortFunc(jobs, func(a, b *structs.Job) int {
 		if a.Priority != b.Priority {
 			return int(b.Priority) - int(a.Priority)
@@ -90,9 +122,9 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		}
 		// 5. Gang reservation.
 		if j.IsGang() && f.quota == nil && len(f.preempting) == 0 && !w.hasHolds(j.ID, "") && w.anyPoolFree(j, gangHeld) {
-			if lvlPool, ok := w.gangPool(j); ok {
-				if _, taken := gangHeld[lvlPool]; !taken && w.reserveGang(j, lvlPool) {
-					gangHeld[lvlPool] = j.ID
+			if cl, pool, ok := w.gangPool(j); ok {
+				if _, taken := gangHeld[pool]; !taken && w.reserveGang(j, cl, pool) {
+					gangHeld[pool] = j.ID
 				}
 			}
 		}
@@ -112,11 +144,45 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		}
 		plan.Pending[f.j.ID] = why
 	}
-	plan.Reservations = w.holds
+	// Reservations that can no longer help are dropped: a preemptor's whose
+	// victims are gone, a gang's that can never fit now.
+	for _, r := range w.holds {
+		if expiring[r.Job] && r.Kind == ReservePreemption {
+			continue
+		}
+		if why := plan.Pending[r.Job]; r.Kind == ReserveGang && why != nil && why.NeverFits {
+			continue
+		}
+		plan.Reservations = append(plan.Reservations, r)
+	}
 	if len(plan.Pending) == 0 {
 		plan.Pending = nil
 	}
 	return plan
+}
+
+// malformed says what is wrong with a job that validation should have
+// refused ("" if nothing): the core never panics on it.
+func malformed(j *structs.Job) string {
+	switch {
+	case j.Replicas < 1:
+		return fmt.Sprintf("replicas %d: a job needs at least one replica", j.Replicas)
+	case j.Shape < 0 || j.Shape >= j.NumShapes():
+		return fmt.Sprintf("shape %d: the job has %d shapes", j.Shape, j.NumShapes())
+	}
+	for i := 0; i < j.NumShapes(); i++ {
+		s := j.ShapeAt(i)
+		r := s.Resources
+		if s.Replicas < 1 || r.MilliCPU < 0 || r.Memory < 0 || r.Accels < 0 || r.Accels > structs.MaxAccelsPerNode {
+			return fmt.Sprintf("shape %d asks %d replicas of %s: counts must be positive", i, s.Replicas, r)
+		}
+		for _, c := range r.Devices {
+			if c < 0 {
+				return fmt.Sprintf("shape %d asks negative devices", i)
+			}
+		}
+	}
+	return ""
 }
 
 // anyPoolFree reports whether some pool j may use has no gang reservation.
@@ -320,8 +386,8 @@ func (w *world) undoAll(as []assignment) {
 // applies it to w's usage.
 func (w *world) chargeFor(c *jobCtx, si int, lvls []int) (structs.ResourceList, *QuotaShortfall) {
 	j := c.j
-	if j.Priority != structs.PriorityNormal {
-		return nil, nil
+	if j.Priority != structs.PriorityNormal || j.PoolOnly {
+		return nil, nil // only normal jobs that may use the public pool hold quota
 	}
 	s := j.ShapeAt(si)
 	inProject := 0
@@ -384,7 +450,8 @@ func (w *world) quotaCheck(j *structs.Job, want structs.ResourceList) *QuotaShor
 			continue
 		}
 		lim, ok := limits[k]
-		if !ok || used[k]-j.Charged[k]+v > lim {
+		if !ok || v > lim-(used[k]-j.Charged[k]) { // no overflow: both sides fit int64
+
 			return &QuotaShortfall{Scope: scope, Key: k, Asked: v, Used: used[k] - j.Charged[k], Limit: lim}
 		}
 	}

@@ -61,11 +61,14 @@ type Fragmentation struct {
 	Needed    int64  `json:"needed"` // per replica
 }
 
-// GangShortfall: Fit of Needed replicas fit now, MaxFit on empty nodes.
+// GangShortfall: Fit of Needed replicas fit now, MaxFit on empty nodes,
+// counted in one pool of one cluster for a gang (Together), in one
+// cluster for a service's minAvailable.
 type GangShortfall struct {
-	Needed int `json:"needed"`
-	Fit    int `json:"fit"`
-	MaxFit int `json:"maxFit"`
+	Needed   int  `json:"needed"`
+	Fit      int  `json:"fit"`
+	MaxFit   int  `json:"maxFit"`
+	Together bool `json:"together"` // a gang: all replicas at once
 }
 
 func formatKey(k structs.ResourceKey, v int64) string {
@@ -87,8 +90,12 @@ func (w *Why) render(prefix string) {
 	if w.Quota != nil {
 		parts = append(parts, w.Quota.String())
 	}
-	if w.Gang != nil {
-		parts = append(parts, fmt.Sprintf("gang needs %d replicas: %d fit now, at most %d on empty nodes", w.Gang.Needed, w.Gang.Fit, w.Gang.MaxFit))
+	if g := w.Gang; g != nil {
+		what := "gang needs %d replicas"
+		if !g.Together {
+			what = "needs %d replicas at once (minAvailable)"
+		}
+		parts = append(parts, fmt.Sprintf(what+": %d fit now, at most %d on empty nodes", g.Needed, g.Fit, g.MaxFit))
 	}
 	if w.Fragmentation != nil {
 		f := w.Fragmentation

@@ -53,6 +53,7 @@ type wnode struct {
 	freeCPU  int64
 	freeMem  int64
 	accels   structs.AccelMask // free and healthy
+	healthy  int64             // accelerators not quarantined
 	devices  map[string]int64  // free edge devices; nil when none
 	holds    []int32           // indices into world.holds
 	tasks    []int32           // live tasks on the node
@@ -158,6 +159,7 @@ func (w *world) buildNodes() {
 					wn.accels &^= 1 << uint(q)
 				}
 			}
+			wn.healthy = popcount(wn.accels)
 		}
 		if len(n.Capacity.Devices) > 0 {
 			wn.devices = make(map[string]int64, len(n.Capacity.Devices))
@@ -165,7 +167,13 @@ func (w *world) buildNodes() {
 				wn.devices[k] = v
 			}
 		}
-		w.byName[n.Name] = int32(i)
+		if _, dup := w.byName[n.Name]; dup {
+			// A second node of the same name is never used: tasks and
+			// pins refer to the first.
+			wn.ready, wn.pool, p = false, -1, -1
+		} else {
+			w.byName[n.Name] = int32(i)
+		}
 		class := ""
 		switch {
 		case n.Capacity.Accels > 0:
