@@ -230,7 +230,18 @@ func (w *world) matches(sel *selector, ni int32) bool {
 
 // tolerates reports whether tolerations tol tolerate every NoSchedule and
 // NoExecute taint of node n (Kubernetes semantics).
-func tolerates(n *structs.Node, tol []corev1.Toleration) bool {
+func tolerates(n *structs.Node, tol []corev1.Toleration) bool { return untolerated(n, tol) == nil }
+
+// firstTaint names node n's first taint that tol does not tolerate.
+func firstTaint(n *structs.Node, tol []corev1.Toleration) string {
+	if t := untolerated(n, tol); t != nil {
+		return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
+	}
+	return ""
+}
+
+// untolerated returns node n's first scheduling taint tol does not tolerate.
+func untolerated(n *structs.Node, tol []corev1.Toleration) *corev1.Taint {
 	for i := range n.Taints {
 		t := &n.Taints[i]
 		if t.Effect == corev1.TaintEffectPreferNoSchedule {
@@ -244,28 +255,10 @@ func tolerates(n *structs.Node, tol []corev1.Toleration) bool {
 			}
 		}
 		if !ok {
-			return false
+			return t
 		}
 	}
-	return true
-}
-
-// firstTaint names node n's first taint that tol does not tolerate.
-func firstTaint(n *structs.Node, tol []corev1.Toleration) string {
-	for i := range n.Taints {
-		t := &n.Taints[i]
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		ok := false
-		for k := range tol {
-			ok = ok || tol[k].ToleratesTaint(logr.Discard(), t, true)
-		}
-		if !ok {
-			return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
-		}
-	}
-	return ""
+	return nil
 }
 
 // nodeCheck runs the node-level static checks (everything but resources).
