@@ -17,14 +17,13 @@ type victim struct {
 	cpu     int64
 }
 
-// preempt finds the low jobs whose eviction makes j fit, never more than
+// preempt finds the low jobs in pools whose eviction makes j fit, never more than
 // needed: for a single replica, the node needing the fewest victims (then
 // the least resources, then the most recently started); for gangs, victims
 // added most recently started first until the gang fits, then pruned. If j
 // still cannot fit, nothing is evicted (C16). The freed resources are
 // reserved for j; the victims' tasks keep holding them until they stop.
-func (w *world) preempt(j *structs.Job, now time.Time) []Preemption {
-	pools := w.eligiblePools(j)
+func (w *world) preempt(j *structs.Job, pools []int16) []Preemption {
 	si := 0
 	if len(w.liveOf[j.ID]) > 0 {
 		si = j.Shape

@@ -155,6 +155,18 @@ func TestPrioritiesAndPools(t *testing.T) {
 		assert.Equal(t, structs.JobPending, h.Job("l1").State)
 		assert.Equal(t, "does not fit now; 0/2 nodes fit: 1 not node p1, 1 without enough free resources now", h.Why("l1").Message)
 	})
+	t.Run("a project job takes its pool back from a low borrower before spending public quota", func(t *testing.T) {
+		h := poolCluster(t, true)
+		h.MustSubmit(st.NewJob("l1", "u3").Low().GPU("A", 8).Node("p1").Obj())
+		h.Cycle()
+		h.MustSubmit(st.NewJob("a", "u1").Project("vision").GPU("A", 8).Obj())
+		h.Cycle()
+		assert.Equal(t, []string{"l1"}, h.Victims(), "n1 is free, but the project's own pool comes first")
+		h.Settle()
+		h.Cycle()
+		assert.Equal(t, []string{"p1"}, h.NodesOf("a"))
+		assert.Zero(t, h.Usage(structs.ProjectScope("vision"), "gpu/A"), "no public quota spent")
+	})
 	t.Run("normal never preempts normal", func(t *testing.T) {
 		h := st.New(t, st.G8("n1", "A"))
 		h.Quota(u1, gpuA(8))

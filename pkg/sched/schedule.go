@@ -101,7 +101,29 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			// once its tasks have stopped, not topped up.
 			continue
 		}
-		pl, f := w.tryJob(j, in.Now)
+		pools := w.eligiblePools(j)
+		canPreempt := j.Priority > structs.PriorityLow && w.lowTasks > 0 && !w.hasHolds(j.ID, ReservePreemption)
+		var pl *Placement
+		var f failure
+		if len(pools) > 1 && j.Project != "" && canPreempt {
+			// 3a. A project job takes its own pool back from low borrowers
+			// before it spends public quota.
+			own := pools[:1]
+			if pl, f = w.tryJob(j, in.Now, own); pl == nil && f.quota == nil {
+				if pre := w.preempt(j, own); len(pre) > 0 {
+					plan.Preemptions = append(plan.Preemptions, pre...)
+					f.preempting, f.timeout = pre, -1
+					failed = append(failed, f)
+					if in.OnDecision != nil {
+						in.OnDecision(j.ID, false)
+					}
+					continue
+				}
+			}
+		}
+		if pl == nil {
+			pl, f = w.tryJob(j, in.Now, pools)
+		}
 		if pl != nil {
 			if len(pl.Tasks) > 0 {
 				plan.Placements = append(plan.Placements, *pl)
@@ -114,8 +136,8 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		}
 		f.timeout = -1
 		// 4. Preemption.
-		if j.Priority > structs.PriorityLow && w.lowTasks > 0 && f.quota == nil && !w.hasHolds(j.ID, ReservePreemption) {
-			if pre := w.preempt(j, in.Now); len(pre) > 0 {
+		if canPreempt && f.quota == nil {
+			if pre := w.preempt(j, pools); len(pre) > 0 {
 				plan.Preemptions = append(plan.Preemptions, pre...)
 				f.preempting = pre
 			}
@@ -281,11 +303,10 @@ func (w *world) clusterOrder(j *structs.Job, s structs.Shape) []int16 {
 	return out
 }
 
-// tryJob tries to place j's missing replicas. It returns the placement
+// tryJob tries to place j's missing replicas in pools (in order). It returns the placement
 // (applied to w) or the failure to explain.
-func (w *world) tryJob(j *structs.Job, now time.Time) (*Placement, failure) {
+func (w *world) tryJob(j *structs.Job, now time.Time, pools []int16) (*Placement, failure) {
 	f := failure{j: j}
-	pools := w.eligiblePools(j)
 	shapes := []int{0}
 	if len(w.liveOf[j.ID]) > 0 {
 		shapes = []int{j.Shape} // a partly running service keeps its shape
