@@ -1,0 +1,307 @@
+package api
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// scopeParam checks the {scope} path value: user:<name> or project:<name>.
+func scopeParam(r *http.Request) (structs.Scope, error) {
+	raw := r.PathValue("scope")
+	kind, name, _ := strings.Cut(raw, ":")
+	var err error
+	switch kind {
+	case "user":
+		err = structs.ValidateTypeName("user", name)
+	case "project":
+		err = structs.ValidateObjectName("project", name)
+	default:
+		return "", errorf(http.StatusBadRequest, "scope %q is not allowed: use user:<name> or project:<name>", trunc(raw))
+	}
+	if err != nil {
+		return "", errorf(http.StatusBadRequest, "scope %q is not allowed: %v", trunc(raw), err)
+	}
+	return structs.Scope(raw), nil
+}
+
+func quotaStatus(st *state.State, scope structs.Scope) wire.QuotaStatus {
+	q := wire.QuotaStatus{Scope: scope, Limits: st.Quotas[scope].Clone(), Usage: st.Usage[scope].Clone()}
+	return q
+}
+
+// listQuotas: GET /v1/quotas: every scope with a quota or usage that the
+// caller may read.
+func (s *server) listQuotas(_ http.ResponseWriter, _ *http.Request, c caller) (int, any, error) {
+	out := wire.QuotaList{Quotas: []wire.QuotaStatus{}}
+	s.store.Read(func(st *state.State) {
+		mine := projects(st, c.user)
+		scopes := map[structs.Scope]bool{}
+		for k := range st.Quotas {
+			scopes[k] = true
+		}
+		for k := range st.Usage {
+			scopes[k] = true
+		}
+		for _, sc := range slices.Sorted(maps.Keys(scopes)) {
+			if c.canSeeScope(sc, mine) {
+				out.Quotas = append(out.Quotas, quotaStatus(st, sc))
+			}
+		}
+	})
+	return http.StatusOK, out, nil
+}
+
+// getQuota: GET /v1/quotas/{scope}. A scope without a quota has every
+// limit 0 and answers with empty limits.
+func (s *server) getQuota(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
+	scope, err := scopeParam(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var out wire.QuotaStatus
+	allowed := false
+	s.store.Read(func(st *state.State) {
+		if allowed = c.canSeeScope(scope, projects(st, c.user)); allowed {
+			out = quotaStatus(st, scope)
+		}
+	})
+	if !allowed {
+		return 0, nil, errorf(http.StatusForbidden, "user %s may read the quota of user:%s and of the projects whose pools list them, not %s", c.user, c.user, scope)
+	}
+	return http.StatusOK, out, nil
+}
+
+// putQuota: PUT /v1/quotas/{scope} with a quota spec (admins).
+func (s *server) putQuota(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	scope, err := scopeParam(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	body, err := readBody(r, structs.MaxSpecBytes, "a quota spec in YAML or JSON (scope, limits)")
+	if err != nil {
+		return 0, nil, err
+	}
+	q, err := structs.ParseQuotaSpec(body)
+	if err != nil {
+		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	if err := nameMatches("scope", string(q.Scope), string(scope)); err != nil {
+		return 0, nil, err
+	}
+	if _, err := s.apply(r.Context(), &state.QuotaSet{Quota: q}); err != nil {
+		return 0, nil, err
+	}
+	var out wire.QuotaStatus
+	s.store.Read(func(st *state.State) { out = quotaStatus(st, scope) })
+	return http.StatusOK, out, nil
+}
+
+// listPools: GET /v1/pools: the project pools, by name.
+func (s *server) listPools(_ http.ResponseWriter, _ *http.Request, _ caller) (int, any, error) {
+	out := wire.PoolList{Pools: []*structs.Pool{}}
+	s.store.Read(func(st *state.State) {
+		for _, k := range slices.Sorted(maps.Keys(st.Pools)) {
+			out.Pools = append(out.Pools, st.Pools[k])
+		}
+	})
+	return http.StatusOK, out, nil
+}
+
+// getPool: GET /v1/pools/{name}.
+func (s *server) getPool(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	name := r.PathValue("name")
+	if err := objectName("pool", name); err != nil {
+		return 0, nil, err
+	}
+	var p *structs.Pool
+	s.store.Read(func(st *state.State) { p = st.Pools[structs.PoolID(name)] })
+	if p == nil {
+		return 0, nil, errorf(http.StatusNotFound, "pool %s not found", name)
+	}
+	return http.StatusOK, p, nil
+}
+
+// putPool: PUT /v1/pools/{name} with a pool spec (admins).
+func (s *server) putPool(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	name := r.PathValue("name")
+	if err := objectName("pool", name); err != nil {
+		return 0, nil, err
+	}
+	body, err := readBody(r, structs.MaxSpecBytes, "a pool spec in YAML or JSON (name, project, members, lendIdle)")
+	if err != nil {
+		return 0, nil, err
+	}
+	p, err := structs.ParsePoolSpec(body)
+	if err != nil {
+		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	if err := nameMatches("pool name", string(p.Name), name); err != nil {
+		return 0, nil, err
+	}
+	if _, err := s.apply(r.Context(), &state.PoolUpsert{Pool: p}); err != nil {
+		return 0, nil, err
+	}
+	return s.getPool(nil, r, caller{})
+}
+
+// deletePool: DELETE /v1/pools/{name} (admins); refused while nodes
+// belong to it.
+func (s *server) deletePool(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	name := r.PathValue("name")
+	if err := objectName("pool", name); err != nil {
+		return 0, nil, err
+	}
+	if _, err := s.apply(r.Context(), &state.PoolRemove{Name: structs.PoolID(name)}); err != nil {
+		return 0, nil, conflictIfInvalid(err)
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+// nodeStatuses returns the nodes named (all when names is nil) with what
+// their tasks hold.
+func nodeStatuses(st *state.State, only structs.NodeID) []wire.NodeStatus {
+	idx := map[structs.NodeID]int{}
+	var out []wire.NodeStatus
+	for _, k := range slices.Sorted(maps.Keys(st.Nodes)) {
+		if only != "" && k != only {
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, wire.NodeStatus{Node: *st.Nodes[k]})
+	}
+	for _, t := range st.Tasks {
+		i, ok := idx[t.Node]
+		if !ok || !t.State.HoldsResources() {
+			continue
+		}
+		a := &out[i].Allocated
+		a.MilliCPU += t.Resources.MilliCPU
+		a.Memory += t.Resources.Memory
+		a.Accels += t.Resources.Accels
+		if t.Resources.Accels > 0 {
+			a.AccelType = out[i].Capacity.AccelType
+		}
+		for d, n := range t.Resources.Devices {
+			if a.Devices == nil {
+				a.Devices = map[string]int64{}
+			}
+			a.Devices[d] += n
+		}
+		out[i].Tasks++
+	}
+	return out
+}
+
+// listNodes: GET /v1/nodes.
+func (s *server) listNodes(_ http.ResponseWriter, _ *http.Request, _ caller) (int, any, error) {
+	out := wire.NodeList{}
+	s.store.Read(func(st *state.State) { out.Nodes = nodeStatuses(st, "") })
+	if out.Nodes == nil {
+		out.Nodes = []wire.NodeStatus{}
+	}
+	return http.StatusOK, out, nil
+}
+
+// getNode: GET /v1/nodes/{name}.
+func (s *server) getNode(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	name := r.PathValue("name")
+	if err := nodeName(name); err != nil {
+		return 0, nil, err
+	}
+	var ns []wire.NodeStatus
+	s.store.Read(func(st *state.State) { ns = nodeStatuses(st, structs.NodeID(name)) })
+	if len(ns) == 0 {
+		return 0, nil, errorf(http.StatusNotFound, "node %s not found", name)
+	}
+	return http.StatusOK, ns[0], nil
+}
+
+// putNode: PUT /v1/nodes/{name} with a node spec (admins). Tasks on the
+// node keep running.
+func (s *server) putNode(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	name := r.PathValue("name")
+	if err := nodeName(name); err != nil {
+		return 0, nil, err
+	}
+	body, err := readBody(r, structs.MaxSpecBytes, "a node spec in YAML or JSON (name, cpu, memory, ...)")
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := structs.ParseNodeSpec(body)
+	if err != nil {
+		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	if err := nameMatches("node name", string(n.Name), name); err != nil {
+		return 0, nil, err
+	}
+	if _, err := s.apply(r.Context(), &state.NodeUpsert{Node: n}); err != nil {
+		return 0, nil, err
+	}
+	return s.getNode(nil, r, caller{})
+}
+
+// deleteNode: DELETE /v1/nodes/{name} (admins); refused while tasks hold it.
+func (s *server) deleteNode(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	name := r.PathValue("name")
+	if err := nodeName(name); err != nil {
+		return 0, nil, err
+	}
+	if _, err := s.apply(r.Context(), &state.NodeRemove{Name: structs.NodeID(name)}); err != nil {
+		return 0, nil, conflictIfInvalid(err)
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+// listClusters: GET /v1/clusters.
+func (s *server) listClusters(_ http.ResponseWriter, _ *http.Request, _ caller) (int, any, error) {
+	out := wire.ClusterList{Clusters: []*structs.Cluster{}}
+	s.store.Read(func(st *state.State) {
+		for _, k := range slices.Sorted(maps.Keys(st.Clusters)) {
+			out.Clusters = append(out.Clusters, st.Clusters[k])
+		}
+	})
+	return http.StatusOK, out, nil
+}
+
+// getCluster: GET /v1/clusters/{name}.
+func (s *server) getCluster(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	name := r.PathValue("name")
+	if err := objectName("cluster", name); err != nil {
+		return 0, nil, err
+	}
+	var cl *structs.Cluster
+	s.store.Read(func(st *state.State) { cl = st.Clusters[structs.ClusterID(name)] })
+	if cl == nil {
+		return 0, nil, errorf(http.StatusNotFound, "cluster %s not found", name)
+	}
+	return http.StatusOK, cl, nil
+}
+
+// putCluster: PUT /v1/clusters/{name} with a cluster spec (admins).
+func (s *server) putCluster(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	name := r.PathValue("name")
+	if err := objectName("cluster", name); err != nil {
+		return 0, nil, err
+	}
+	body, err := readBody(r, structs.MaxSpecBytes, "a cluster spec in YAML or JSON (name, backend, redis)")
+	if err != nil {
+		return 0, nil, err
+	}
+	cl, err := parseClusterSpec(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := nameMatches("cluster name", string(cl.Name), name); err != nil {
+		return 0, nil, err
+	}
+	if _, err := s.apply(r.Context(), &state.ClusterUpsert{Cluster: cl}); err != nil {
+		return 0, nil, err
+	}
+	return s.getCluster(nil, r, caller{})
+}

@@ -1,0 +1,202 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// readBody reads r's body, refusing bodies over limit bytes, empty bodies
+// and bad UTF-8 with a message that says what is allowed. what names the
+// expected content ("a job spec in YAML or JSON").
+func readBody(r *http.Request, limit int64, what string) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, errorf(http.StatusBadRequest, "request body is %d bytes: send %s of at most %d bytes", r.ContentLength, what, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "read request body: %v", err)
+	}
+	switch {
+	case int64(len(b)) > limit:
+		return nil, errorf(http.StatusBadRequest, "request body is over %d bytes: send %s of at most %d bytes", limit, what, limit)
+	case len(bytes.TrimSpace(b)) == 0:
+		return nil, errorf(http.StatusBadRequest, "request body is empty: send %s", what)
+	case !utf8.Valid(b):
+		return nil, errorf(http.StatusBadRequest, "request body is not valid UTF-8 (first bad byte at offset %d): send %s as UTF-8 text", badUTF8(b), what)
+	}
+	return b, nil
+}
+
+func badUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// decodeJSON reads a small JSON object body into v strictly: unknown
+// fields, trailing data and non-objects are refused.
+func decodeJSON(r *http.Request, v any, what string) error {
+	b, err := readBody(r, maxSmallBody, what)
+	if err != nil {
+		return err
+	}
+	fields := jsonFieldNames(reflect.TypeOf(v).Elem())
+	if t := bytes.TrimSpace(b); t[0] != '{' {
+		return errorf(http.StatusBadRequest, "request body is not a JSON object: send %s with the fields %s", what, fields)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			msg = fmt.Sprintf("%s is a JSON %s that does not fit: use a %s", te.Field, te.Value, te.Type)
+		}
+		return errorf(http.StatusBadRequest, "%s: %s (the fields are %s)", what, msg, fields)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errorf(http.StatusBadRequest, "%s: data after the JSON object: send one object", what)
+	}
+	return nil
+}
+
+// jsonFieldNames lists t's JSON field names, for messages.
+func jsonFieldNames(t reflect.Type) string {
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		if n, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); n != "" && n != "-" {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// requestID returns the client's request ID from the Idempotency-Key
+// header or the requestID query parameter ("" when neither is given).
+func requestID(r *http.Request) (string, error) {
+	h := r.Header.Get(wire.HeaderIdempotencyKey)
+	q := r.URL.Query().Get(wire.QueryRequestID)
+	id := h
+	switch {
+	case h != "" && q != "" && h != q:
+		return "", errorf(http.StatusBadRequest, "the %s header %q and the %s parameter %q differ: give one request ID", wire.HeaderIdempotencyKey, h, wire.QueryRequestID, q)
+	case h == "":
+		id = q
+	}
+	if id == "" {
+		return "", nil
+	}
+	if len(id) > wire.MaxRequestIDLen || strings.IndexFunc(id, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:", r))
+	}) >= 0 {
+		return "", errorf(http.StatusBadRequest, "request ID %q is not allowed: use 1 to %d letters, digits, '-', '_', '.' or ':'", trunc(id), wire.MaxRequestIDLen)
+	}
+	return id, nil
+}
+
+// trunc shortens s for a message.
+func trunc(s string) string {
+	if len(s) > 70 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// objectName checks a pool or cluster name from the path: a DNS-1123
+// label, as the specs require.
+func objectName(what, name string) error {
+	if err := structs.ValidateObjectName(what+" name", name); err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	return nil
+}
+
+// nodeName checks a node name from the path: a DNS-1123 subdomain.
+func nodeName(name string) error {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return errorf(http.StatusBadRequest, "node name %q is not allowed: use a DNS-1123 subdomain: %s", trunc(name), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// nameMatches refuses a body whose name differs from the path's.
+func nameMatches(what, inBody, inPath string) error {
+	if inBody != inPath {
+		return errorf(http.StatusBadRequest, "%s %q in the body does not match %q in the path: they must be the same", what, trunc(inBody), trunc(inPath))
+	}
+	return nil
+}
+
+// parseClusterSpec decodes one cluster spec (name, backend, redis) with
+// the decoding and checks structs applies to cluster configs: the spec's
+// YAML node is wrapped, unchanged, in a config of one cluster, and that
+// wrapping is stripped from the messages.
+func parseClusterSpec(body []byte) (*structs.Cluster, error) {
+	if multiDoc(body) {
+		return nil, errorf(http.StatusBadRequest, "cluster spec holds several YAML documents: give one")
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(body, &doc); err != nil {
+		return nil, errorf(http.StatusBadRequest, "parse cluster spec: %v", err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, errorf(http.StatusBadRequest, "cluster spec is not a mapping: write the fields name, backend and redis, such as name: local")
+	}
+	wrapped := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "clusters"},
+		{Kind: yaml.SequenceNode, Content: []*yaml.Node{doc.Content[0]}},
+	}}
+	text, err := yaml.Marshal(wrapped)
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "parse cluster spec: %v", err)
+	}
+	cfg, err := structs.ParseClusterConfig(text)
+	if err != nil {
+		var fe *structs.FieldError
+		if errors.As(err, &fe) {
+			return nil, &structs.FieldError{Field: strings.TrimPrefix(strings.TrimPrefix(fe.Field, "clusters[0]"), "."), Msg: fe.Msg}
+		}
+		msg := strings.ReplaceAll(err.Error(), "cluster config", "cluster spec")
+		return nil, errorf(http.StatusBadRequest, "%s", strings.ReplaceAll(msg, "clusters[0].", ""))
+	}
+	if len(cfg.Clusters) != 1 {
+		return nil, errorf(http.StatusBadRequest, "cluster spec: give one cluster")
+	}
+	return &cfg.Clusters[0], nil
+}
+
+// multiDoc reports whether a YAML document marker follows content.
+func multiDoc(data []byte) bool {
+	content := false
+	for _, line := range strings.Split(string(data), "\n") {
+		l := strings.TrimRight(line, " \t\r")
+		switch {
+		case l == "---" || strings.HasPrefix(l, "--- "):
+			if content {
+				return true
+			}
+			content = strings.TrimSpace(strings.TrimPrefix(l, "---")) != ""
+		case l != "" && !strings.HasPrefix(strings.TrimSpace(l), "#") && !strings.HasPrefix(l, "%"):
+			content = true
+		}
+	}
+	return false
+}

@@ -1,0 +1,289 @@
+package api
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// submitJob: POST /v1/jobs. The body is a job spec; the owner is the
+// caller. A request ID (Idempotency-Key or ?requestID=) makes a retry
+// return the job the first attempt made; it is kept per user, so two users
+// cannot collide.
+func (s *server) submitJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
+	key, err := requestID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	body, err := readBody(r, structs.MaxSpecBytes, "a job spec in YAML or JSON")
+	if err != nil {
+		return 0, nil, err
+	}
+	spec, err := structs.ParseJobSpec(body)
+	if err != nil {
+		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	job, err := spec.ToJob(c.user)
+	if err != nil {
+		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	var known error
+	s.store.Read(func(st *state.State) { known = knownKinds(st, job) })
+	if known != nil {
+		return 0, nil, known
+	}
+	job.ID = s.freshID(job.Name)
+	cmd := &state.JobSubmit{Job: job, Now: s.clock()}
+	if key != "" {
+		cmd.RequestID = string(c.user) + "/" + key
+	}
+	res, err := s.apply(r.Context(), cmd)
+	if err != nil {
+		if status, _ := classify(err); status == http.StatusServiceUnavailable {
+			how := fmt.Sprintf("retry with the same request ID (%s: %s)", wire.HeaderIdempotencyKey, key)
+			if key == "" {
+				how = "check coordinator job list before submitting again, or send an " + wire.HeaderIdempotencyKey + " header so retries are safe"
+			}
+			return 0, nil, errorf(http.StatusServiceUnavailable, "submit job %s: %v: the outcome is unknown: the job may or may not have been accepted: %s", job.Name, err, how)
+		}
+		return 0, nil, err
+	}
+	sr, ok := res.(state.SubmitResult)
+	if !ok {
+		return 0, nil, errorf(http.StatusInternalServerError, "submit job %s: unexpected result %T", job.Name, res)
+	}
+	out := wire.SubmitResponse{JobID: sr.JobID, Existing: sr.Existing, RequestID: key}
+	s.store.Read(func(st *state.State) { out.Job = st.Jobs[sr.JobID] })
+	if sr.Existing {
+		return http.StatusOK, out, nil
+	}
+	return http.StatusCreated, out, nil
+}
+
+// knownKinds refuses accelerator and device types and clusters that no
+// node has, as admission in the state machine does. Checking here first
+// keeps those refusals 422: the state machine's errors for them carry no
+// sentinel, and the API treats unclassified Store errors as "outcome
+// unknown".
+func knownKinds(st *state.State, j *structs.Job) error {
+	accels, devices, clusters := map[string]bool{}, map[string]bool{}, map[structs.ClusterID]bool{}
+	for _, n := range st.Nodes {
+		clusters[n.Cluster] = true
+		if n.Capacity.Accels > 0 {
+			accels[n.Capacity.AccelType] = true
+		}
+		for d := range n.Capacity.Devices {
+			devices[d] = true
+		}
+	}
+	for i := 0; i < j.NumShapes(); i++ {
+		r := j.ShapeAt(i).Resources
+		if r.Accels > 0 && r.AccelType != "" && !accels[r.AccelType] {
+			return errorf(http.StatusUnprocessableEntity, "unknown accelerator type %q: this cluster has %s", r.AccelType, list(slices.Collect(maps.Keys(accels))))
+		}
+		for d := range r.Devices {
+			if !devices[d] {
+				return errorf(http.StatusUnprocessableEntity, "unknown device type %q: this cluster has %s", d, list(slices.Collect(maps.Keys(devices))))
+			}
+		}
+	}
+	if j.Cluster != "" && !clusters[j.Cluster] {
+		var names []string
+		for c := range clusters {
+			names = append(names, string(c))
+		}
+		return errorf(http.StatusUnprocessableEntity, "cluster %q does not exist: known clusters are %s", j.Cluster, list(names))
+	}
+	return nil
+}
+
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// freshID returns a job ID no job has yet (a random suffix rarely
+// collides; the state machine would refuse a collision).
+func (s *server) freshID(name string) structs.JobID {
+	var id structs.JobID
+	for range 4 {
+		id = structs.JobID(s.newID(name))
+		taken := false
+		s.store.Read(func(st *state.State) { taken = st.Jobs[id] != nil })
+		if !taken {
+			break
+		}
+	}
+	return id
+}
+
+// jobFilter is GET /v1/jobs's query.
+type jobFilter struct {
+	state   structs.JobState
+	owner   structs.UserID
+	project structs.ProjectID
+	kind    structs.JobKind
+}
+
+func parseJobFilter(r *http.Request) (jobFilter, error) {
+	q := r.URL.Query()
+	for k := range q {
+		switch k {
+		case "state", "owner", "project", "kind":
+		default:
+			return jobFilter{}, errorf(http.StatusBadRequest, "query parameter %q is not known: use state, owner, project or kind", trunc(k))
+		}
+	}
+	f := jobFilter{state: structs.JobState(q.Get("state")), owner: structs.UserID(q.Get("owner")),
+		project: structs.ProjectID(q.Get("project")), kind: structs.JobKind(q.Get("kind"))}
+	switch f.state {
+	case "", structs.JobPending, structs.JobScheduled, structs.JobRunning, structs.JobSucceeded, structs.JobFailed, structs.JobCancelled:
+	default:
+		return jobFilter{}, errorf(http.StatusBadRequest, "state %q is not allowed: use Pending, Scheduled, Running, Succeeded, Failed or Cancelled", trunc(string(f.state)))
+	}
+	return f, nil
+}
+
+func (f jobFilter) match(j *structs.Job) bool {
+	return (f.state == "" || j.State == f.state) && (f.owner == "" || j.Owner == f.owner) &&
+		(f.project == "" || j.Project == f.project) && (f.kind == "" || j.Kind == f.kind)
+}
+
+// listJobs: GET /v1/jobs. Users see their own jobs and their projects';
+// admins all. Oldest first.
+func (s *server) listJobs(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
+	f, err := parseJobFilter(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := wire.JobList{Jobs: []*structs.Job{}}
+	s.store.Read(func(st *state.State) {
+		mine := projects(st, c.user)
+		for _, j := range st.Jobs {
+			if c.canSeeJob(j, mine) && f.match(j) {
+				out.Jobs = append(out.Jobs, j)
+			}
+		}
+	})
+	slices.SortFunc(out.Jobs, func(a, b *structs.Job) int {
+		if c := a.SubmitTime.Compare(b.SubmitTime); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.ID), string(b.ID))
+	})
+	return http.StatusOK, out, nil
+}
+
+// jobStatus reads job id and its tasks if c may see it.
+func (s *server) jobStatus(id structs.JobID, c caller) (*wire.JobStatus, error) {
+	var out *wire.JobStatus
+	s.store.Read(func(st *state.State) {
+		j := st.Jobs[id]
+		if j == nil || !c.canSeeJob(j, projects(st, c.user)) {
+			return
+		}
+		out = &wire.JobStatus{Job: j, Tasks: st.TasksOf(id)}
+	})
+	if out == nil {
+		return nil, errorf(http.StatusNotFound, "job %s not found", trunc(string(id)))
+	}
+	if out.Tasks == nil {
+		out.Tasks = []*structs.Task{}
+	}
+	return out, nil
+}
+
+// getJob: GET /v1/jobs/{id}: the job and its tasks. Jobs the caller may
+// not see are not found, so their IDs are not revealed either.
+func (s *server) getJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
+	js, err := s.jobStatus(structs.JobID(r.PathValue("id")), c)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, js, nil
+}
+
+// whyJob: GET /v1/jobs/{id}/why.
+func (s *server) whyJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
+	js, err := s.jobStatus(structs.JobID(r.PathValue("id")), c)
+	if err != nil {
+		return 0, nil, err
+	}
+	j := js.Job
+	out := wire.WhyResponse{Job: j.ID, State: j.State, Why: s.store.Why(j.ID)}
+	switch {
+	case out.Why != nil:
+		out.Pending = true
+		out.Message = out.Why.Message
+	case j.State == structs.JobPending:
+		out.Pending = true
+		out.Message = "pending: the scheduler has not looked at this job yet"
+		if j.Reason != "" {
+			out.Message = "pending (" + j.Reason + "): the scheduler has not looked at this job since"
+		}
+	default:
+		out.Message = "not pending: the job is " + string(j.State)
+		if j.Reason != "" {
+			out.Message += " (" + j.Reason + ")"
+		}
+	}
+	return http.StatusOK, out, nil
+}
+
+// cancelJob: POST /v1/jobs/{id}/cancel.
+func (s *server) cancelJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
+	id := structs.JobID(r.PathValue("id"))
+	js, err := s.jobStatus(id, c)
+	if err != nil {
+		return 0, nil, err
+	}
+	if js.Job.State.Ended() {
+		return 0, nil, errorf(http.StatusConflict, "job %s already ended (%s): there is nothing to cancel", id, js.Job.State)
+	}
+	if _, err := s.apply(r.Context(), &state.JobCancel{ID: id, Now: s.clock()}); err != nil {
+		return 0, nil, conflictIfInvalid(err)
+	}
+	js, err = s.jobStatus(id, c)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, js, nil
+}
+
+// scaleJob: POST /v1/jobs/{id}/scale {replicas}: services only.
+func (s *server) scaleJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
+	id := structs.JobID(r.PathValue("id"))
+	js, err := s.jobStatus(id, c)
+	if err != nil {
+		return 0, nil, err
+	}
+	var req wire.ScaleRequest
+	if err := decodeJSON(r, &req, "a scale request"); err != nil {
+		return 0, nil, err
+	}
+	switch {
+	case req.Replicas < 1 || req.Replicas > structs.MaxReplicas:
+		return 0, nil, &structs.FieldError{Field: "replicas", Msg: fmt.Sprintf("%d is not allowed: use 1 to %d", req.Replicas, structs.MaxReplicas)}
+	case js.Job.Kind != structs.KindService:
+		return 0, nil, errorf(http.StatusBadRequest, "job %s is a %s job: only services scale", id, js.Job.Kind)
+	case js.Job.State.Ended():
+		return 0, nil, errorf(http.StatusConflict, "job %s already ended (%s): submit it again instead", id, js.Job.State)
+	}
+	if _, err := s.apply(r.Context(), &state.ServiceScale{ID: id, Replicas: req.Replicas, Now: s.clock()}); err != nil {
+		return 0, nil, err
+	}
+	js, err = s.jobStatus(id, c)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, js, nil
+}

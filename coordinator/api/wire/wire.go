@@ -1,0 +1,139 @@
+// Package wire holds the JSON bodies of the coordinator's HTTP API (/v1),
+// shared by the server (coordinator/api) and its Go client
+// (coordinator/client). It imports only the pure domain packages, never
+// Raft or Prometheus, so the atom agent can use the client.
+//
+// Secrets: no type here carries an allocation token. Tasks are sent as
+// structs.Task, which has no token field; tokens live only in the
+// replicated state's token table, which the API never serialises.
+package wire
+
+import (
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Request headers and query parameters.
+const (
+	// HeaderIdempotencyKey carries the client's request ID on POST
+	// /v1/jobs. The query parameter QueryRequestID is the alternative.
+	HeaderIdempotencyKey = "Idempotency-Key"
+	QueryRequestID       = "requestID"
+	// MaxRequestIDLen bounds a request ID.
+	MaxRequestIDLen = 128
+)
+
+// Error is the body of every error response.
+type Error struct {
+	Error string `json:"error"`
+	// Quota is set when a quota limit refused the request (409).
+	Quota *sched.QuotaShortfall `json:"quota,omitempty"`
+	// Why is set when the job can never fit (422).
+	Why *sched.Why `json:"why,omitempty"`
+}
+
+// SubmitResponse answers POST /v1/jobs: 201 for a new job, 200 for a retry
+// whose request ID already made one.
+type SubmitResponse struct {
+	JobID     structs.JobID `json:"jobID"`
+	Existing  bool          `json:"existing"`            // a retry: the job already existed
+	RequestID string        `json:"requestID,omitempty"` // as the client sent it
+	Job       *structs.Job  `json:"job,omitempty"`
+}
+
+// JobList answers GET /v1/jobs.
+type JobList struct {
+	Jobs []*structs.Job `json:"jobs"`
+}
+
+// JobStatus answers GET /v1/jobs/{id} and the job's write endpoints: the
+// job and its tasks (every attempt, by index then attempt).
+type JobStatus struct {
+	Job   *structs.Job    `json:"job"`
+	Tasks []*structs.Task `json:"tasks"`
+}
+
+// WhyResponse answers GET /v1/jobs/{id}/why.
+type WhyResponse struct {
+	Job   structs.JobID    `json:"job"`
+	State structs.JobState `json:"state"`
+	// Pending is true while the job (or some replicas of a service) waits
+	// to be placed.
+	Pending bool `json:"pending"`
+	// Message is one line for people: the why-pending reason, "not
+	// pending", or that the scheduler has not looked at the job yet.
+	Message string     `json:"message"`
+	Why     *sched.Why `json:"why,omitempty"`
+}
+
+// ScaleRequest is the body of POST /v1/jobs/{id}/scale.
+type ScaleRequest struct {
+	Replicas int `json:"replicas"`
+}
+
+// QuotaStatus answers GET and PUT /v1/quotas/{scope}: the scope's limits
+// (a key not listed is 0) and what its jobs hold now.
+type QuotaStatus struct {
+	Scope  structs.Scope        `json:"scope"`
+	Limits structs.ResourceList `json:"limits"`
+	Usage  structs.ResourceList `json:"usage"`
+}
+
+// QuotaList answers GET /v1/quotas: the scopes the caller may read.
+type QuotaList struct {
+	Quotas []QuotaStatus `json:"quotas"`
+}
+
+// PoolList answers GET /v1/pools: the project pools (the public pool is
+// implicit).
+type PoolList struct {
+	Pools []*structs.Pool `json:"pools"`
+}
+
+// NodeStatus is a node with what its tasks hold now.
+type NodeStatus struct {
+	structs.Node
+	// Allocated sums the resources of the tasks that hold the node.
+	Allocated structs.Resources `json:"allocated"`
+	Tasks     int               `json:"tasks"` // tasks holding resources
+}
+
+// NodeList answers GET /v1/nodes.
+type NodeList struct {
+	Nodes []NodeStatus `json:"nodes"`
+}
+
+// ClusterList answers GET /v1/clusters.
+type ClusterList struct {
+	Clusters []*structs.Cluster `json:"clusters"`
+}
+
+// Heartbeat is the body of POST /v1/tasks/{id}/heartbeat: what atom
+// reports about its own task. Task may be empty (the path names it);
+// State is Running, Succeeded or Failed.
+type Heartbeat = state.TaskEvent
+
+// HeartbeatResponse tells atom what the coordinator wants of its task:
+// State Stopping (with StopReason) means stop with the grace period.
+type HeartbeatResponse struct {
+	Task       structs.TaskID     `json:"task"`
+	State      structs.TaskState  `json:"state"`
+	StopReason structs.StopReason `json:"stopReason,omitempty"`
+}
+
+// PeerList answers GET /v1/tasks/{id}/peers: the tasks of the job's
+// current attempt, by index, for launchers such as mpirun's.
+type PeerList struct {
+	Job     structs.JobID `json:"job"`
+	Attempt int           `json:"attempt"`
+	Peers   []Peer        `json:"peers"`
+}
+
+// Peer is one task of a job as its siblings see it.
+type Peer struct {
+	Task  structs.TaskID    `json:"task"`
+	Index int               `json:"index"`
+	Node  structs.NodeID    `json:"node"`
+	State structs.TaskState `json:"state"`
+}

@@ -1,0 +1,304 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+func quotaCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "quota",
+		Usage: "read and set public-pool quotas (scopes user:<name> and project:<name>)",
+		Subcommands: []*cli.Command{
+			{Name: "get", Usage: "show a scope's limits and usage", ArgsUsage: "SCOPE", Flags: []cli.Flag{outputFlag()}, Action: quotaGet},
+			{Name: "list", Usage: "show every quota you may read", Flags: []cli.Flag{outputFlag()}, Action: quotaList},
+			{Name: "set", Usage: "set a scope's limits from a quota spec (admins)", UsageText: "coordinator quota set -f FILE",
+				Flags: []cli.Flag{fileFlag("the quota spec (scope, limits)"), outputFlag()}, Action: quotaSet},
+		},
+	}
+}
+
+func poolCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "pool",
+		Usage: "manage project pools",
+		Subcommands: []*cli.Command{
+			{Name: "list", Usage: "list the project pools", Flags: []cli.Flag{outputFlag()}, Action: poolList},
+			{Name: "set", Usage: "create or replace a pool from a pool spec (admins)", UsageText: "coordinator pool set -f FILE",
+				Flags: []cli.Flag{fileFlag("the pool spec (name, project, members, lendIdle)"), outputFlag()}, Action: poolSet},
+			{Name: "delete", Usage: "delete a pool no node belongs to (admins)", ArgsUsage: "NAME", Action: poolDelete},
+		},
+	}
+}
+
+func nodeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "node",
+		Usage: "manage nodes",
+		Subcommands: []*cli.Command{
+			{Name: "list", Usage: "list the nodes and what their tasks hold", Flags: []cli.Flag{outputFlag()}, Action: nodeList},
+			{Name: "set", Usage: "add or replace a node from a node spec (admins)", UsageText: "coordinator node set -f FILE",
+				Flags: []cli.Flag{fileFlag("the node spec"), outputFlag()}, Action: nodeSet},
+			{Name: "delete", Usage: "remove a node that runs nothing (admins)", ArgsUsage: "NAME", Action: nodeDelete},
+		},
+	}
+}
+
+func clusterCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "cluster",
+		Usage: "manage clusters",
+		Subcommands: []*cli.Command{
+			{Name: "list", Usage: "list the clusters", Flags: []cli.Flag{outputFlag()}, Action: clusterList},
+			{Name: "set", Usage: "add or replace a cluster from a cluster spec (admins)", UsageText: "coordinator cluster set -f FILE",
+				Flags: []cli.Flag{fileFlag("the cluster spec (name, backend, redis)"), outputFlag()}, Action: clusterSet},
+		},
+	}
+}
+
+func noArgs(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usagef("usage: %s: it takes no arguments", c.Command.HelpName)
+	}
+	return nil
+}
+
+func quotaGet(c *cli.Context) error {
+	a, err := args(c, "SCOPE")
+	if err != nil {
+		return err
+	}
+	q, err := newClient(c).Quota(c.Context, structs.Scope(a[0]))
+	if err != nil {
+		return err
+	}
+	return show(c, q, func(w io.Writer) { printQuotas(w, []wire.QuotaStatus{*q}) })
+}
+
+func quotaList(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	qs, err := newClient(c).Quotas(c.Context)
+	if err != nil {
+		return err
+	}
+	return show(c, wire.QuotaList{Quotas: qs}, func(w io.Writer) { printQuotas(w, qs) })
+}
+
+func printQuotas(w io.Writer, qs []wire.QuotaStatus) {
+	if len(qs) == 0 {
+		fmt.Fprintln(w, "no quotas")
+		return
+	}
+	tw := tab(w)
+	row(tw, "SCOPE", "RESOURCE", "USED", "LIMIT")
+	for _, q := range qs {
+		keys := map[structs.ResourceKey]bool{}
+		for k := range q.Limits {
+			keys[k] = true
+		}
+		for k := range q.Usage {
+			keys[k] = true
+		}
+		if len(keys) == 0 {
+			row(tw, q.Scope, "(none: every limit is 0)", "", "")
+		}
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			limit := "0"
+			if v, ok := q.Limits[k]; ok {
+				limit = amount(k, v)
+			}
+			row(tw, q.Scope, k, amount(k, q.Usage[k]), limit)
+		}
+	}
+	tw.Flush()
+}
+
+func quotaSet(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	spec, err := readSpec(c)
+	if err != nil {
+		return err
+	}
+	q, err := newClient(c).SetQuota(c.Context, spec)
+	if err != nil {
+		return err
+	}
+	return show(c, q, func(w io.Writer) { fmt.Fprintf(w, "quota for %s set: %s\n", q.Scope, orNone(resourceList(q.Limits))) })
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none: every limit is 0)"
+	}
+	return s
+}
+
+func poolList(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	pools, err := newClient(c).Pools(c.Context)
+	if err != nil {
+		return err
+	}
+	return show(c, wire.PoolList{Pools: pools}, func(w io.Writer) {
+		if len(pools) == 0 {
+			fmt.Fprintln(w, "no project pools (every node is in the public pool)")
+			return
+		}
+		tw := tab(w)
+		row(tw, "NAME", "PROJECT", "MEMBERS", "LENDS IDLE NODES")
+		for _, p := range pools {
+			members := make([]string, len(p.Members))
+			for i, m := range p.Members {
+				members[i] = string(m)
+			}
+			row(tw, p.Name, p.Project, strings.Join(members, ","), p.LendIdle)
+		}
+		tw.Flush()
+	})
+}
+
+func poolSet(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	spec, err := readSpec(c)
+	if err != nil {
+		return err
+	}
+	p, err := newClient(c).SetPool(c.Context, spec)
+	if err != nil {
+		return err
+	}
+	return show(c, p, func(w io.Writer) { fmt.Fprintf(w, "pool %s set\n", p.Name) })
+}
+
+func poolDelete(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	if err := newClient(c).DeletePool(c.Context, structs.PoolID(a[0])); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "pool %s deleted\n", a[0])
+	return nil
+}
+
+func nodeList(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	nodes, err := newClient(c).Nodes(c.Context)
+	if err != nil {
+		return err
+	}
+	return show(c, wire.NodeList{Nodes: nodes}, func(w io.Writer) {
+		if len(nodes) == 0 {
+			fmt.Fprintln(w, "no nodes")
+			return
+		}
+		tw := tab(w)
+		row(tw, "NAME", "CLUSTER", "POOL", "STATE", "CPU", "MEMORY", "ACCELERATORS", "TASKS", "TAGS")
+		for _, n := range nodes {
+			accels := ""
+			if n.Capacity.Accels > 0 {
+				accels = fmt.Sprintf("%s %d/%d", n.Capacity.AccelType, n.Allocated.Accels, n.Capacity.Accels)
+			}
+			row(tw, n.Name, n.Cluster, n.PoolName(), n.State,
+				structs.FormatMilliCPU(n.Allocated.MilliCPU)+"/"+structs.FormatMilliCPU(n.Capacity.MilliCPU),
+				structs.FormatBytes(n.Allocated.Memory)+"/"+structs.FormatBytes(n.Capacity.Memory),
+				accels, n.Tasks, tags(n.Tags))
+		}
+		tw.Flush()
+	})
+}
+
+func tags(m map[string]string) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] == "" {
+			out = append(out, k)
+		} else {
+			out = append(out, k+"="+m[k])
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func nodeSet(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	spec, err := readSpec(c)
+	if err != nil {
+		return err
+	}
+	n, err := newClient(c).SetNode(c.Context, spec)
+	if err != nil {
+		return err
+	}
+	return show(c, n, func(w io.Writer) { fmt.Fprintf(w, "node %s set: %s\n", n.Name, n.Capacity) })
+}
+
+func nodeDelete(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	if err := newClient(c).DeleteNode(c.Context, structs.NodeID(a[0])); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "node %s deleted\n", a[0])
+	return nil
+}
+
+func clusterList(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	clusters, err := newClient(c).Clusters(c.Context)
+	if err != nil {
+		return err
+	}
+	return show(c, wire.ClusterList{Clusters: clusters}, func(w io.Writer) {
+		if len(clusters) == 0 {
+			fmt.Fprintln(w, "no clusters")
+			return
+		}
+		tw := tab(w)
+		row(tw, "NAME", "BACKEND", "REDIS")
+		for _, cl := range clusters {
+			row(tw, cl.Name, cl.Backend, cl.Redis)
+		}
+		tw.Flush()
+	})
+}
+
+func clusterSet(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	spec, err := readSpec(c)
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(c).SetCluster(c.Context, spec)
+	if err != nil {
+		return err
+	}
+	return show(c, cl, func(w io.Writer) { fmt.Fprintf(w, "cluster %s set\n", cl.Name) })
+}

@@ -1,0 +1,142 @@
+// Package cli is the coordinator's command line (urfave/cli/v2): the
+// client commands for jobs, services, quotas, pools, nodes and clusters,
+// which talk to a coordinator's HTTP API, and the server commands
+// (coordinator server, coordinator dev) hooked in through serverCommands.
+//
+//	coordinator [--addr URL] [--token T] [-o table|json|yaml] COMMAND
+//
+// People get tables (text/tabwriter); scripts get -o json or -o yaml,
+// which print the API's JSON bodies (coordinator/api/wire). -o may also
+// follow the command: coordinator job list -o json.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/atom-sched/atom/coordinator/client"
+)
+
+// serverCommands are the commands that run a coordinator rather than talk
+// to one: `coordinator server` and `coordinator dev`. App appends them
+// after the client commands. Whoever wires the Raft server adds them from
+// an init function in a file of this package, e.g.
+//
+//	func init() { serverCommands = append(serverCommands, serverCommand(), devCommand()) }
+var serverCommands []*cli.Command
+
+// Defaults of the global flags.
+const (
+	DefaultAddr = "http://127.0.0.1:7070"
+	EnvAddr     = "ATOM_ADDR"
+	EnvToken    = "ATOM_TOKEN"
+)
+
+// App returns the coordinator command. Run returns errors instead of
+// exiting (ExitErrHandler is a no-op): the caller prints them and picks
+// the exit status (ExitCode).
+func App() *cli.App {
+	return &cli.App{
+		Name:  "coordinator",
+		Usage: "atom's control plane: run a coordinator, or manage jobs, quotas, pools, nodes and clusters on one",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "addr", EnvVars: []string{EnvAddr}, Value: DefaultAddr, Usage: "the coordinator's HTTP address"},
+			&cli.StringFlag{Name: "token", EnvVars: []string{EnvToken}, Usage: "your API token (from the coordinator's tokens file)"},
+			outputFlag(),
+		},
+		Commands:             append(clientCommands(), serverCommands...),
+		EnableBashCompletion: true,
+		HideVersion:          true,
+		ExitErrHandler:       func(*cli.Context, error) {},
+	}
+}
+
+// ExitCode is the exit status for an error Run returned: an ExitCoder's
+// own, 2 for a usage error, else 1.
+func ExitCode(err error) int {
+	var ec cli.ExitCoder
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ec):
+		return ec.ExitCode()
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
+}
+
+// Main runs the app on args and returns the exit status, printing errors
+// to stderr as "coordinator: ...".
+func Main(args []string) int {
+	app := App()
+	err := app.Run(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coordinator:", err)
+	}
+	return ExitCode(err)
+}
+
+func clientCommands() []*cli.Command {
+	return []*cli.Command{jobCommand(), serviceCommand(), quotaCommand(), poolCommand(), nodeCommand(), clusterCommand()}
+}
+
+// usageError is a command used wrongly; it exits 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// args checks that c got exactly the named arguments and returns them.
+func args(c *cli.Context, names ...string) ([]string, error) {
+	if c.NArg() != len(names) {
+		for _, a := range c.Args().Slice() {
+			if strings.HasPrefix(a, "-") {
+				return nil, usagef("usage: %s: flags go before the arguments, as in %s -o json %s", usage(c, names), c.Command.HelpName, strings.Join(names, " "))
+			}
+		}
+		return nil, usagef("usage: %s", usage(c, names))
+	}
+	return c.Args().Slice(), nil
+}
+
+func usage(c *cli.Context, names []string) string {
+	s := c.Command.HelpName
+	for _, n := range names {
+		s += " " + n
+	}
+	return s
+}
+
+// newClient returns a client for the global --addr and --token.
+func newClient(c *cli.Context) *client.Client {
+	return client.New(c.String("addr"), c.String("token"))
+}
+
+// readSpec reads the -f file ("-" for standard input).
+func readSpec(c *cli.Context) ([]byte, error) {
+	name := c.String("file")
+	if name == "-" {
+		r := c.App.Reader
+		if r == nil {
+			r = os.Stdin
+		}
+		return io.ReadAll(r)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	return b, nil
+}
+
+func fileFlag(what string) *cli.StringFlag {
+	return &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Required: true, Usage: what + " in YAML or JSON (- for standard input)"}
+}

@@ -1,0 +1,316 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+func jobCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "job",
+		Usage: "submit, list, inspect and cancel jobs",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "submit",
+				Usage:     "submit a job spec",
+				UsageText: "coordinator job submit -f FILE [--wait] [--request-id ID]",
+				Description: "Submits the job in FILE (see README.md, \"A job\"). A retry with the same --request-id\n" +
+					"returns the job the first try created; without one, a random ID is used for this\n" +
+					"command's own retries. --wait follows the job until it runs or ends.",
+				Flags: []cli.Flag{
+					fileFlag("the job spec"),
+					&cli.BoolFlag{Name: "wait", Usage: "wait until the job is Running or has ended, printing its state changes"},
+					&cli.StringFlag{Name: "request-id", Usage: "request ID that makes a retried submission safe (default: random)"},
+					&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often --wait polls", Hidden: true},
+					outputFlag(),
+				},
+				Action: jobSubmit,
+			},
+			{
+				Name:      "list",
+				Usage:     "list the jobs you may see (yours and your projects')",
+				UsageText: "coordinator job list [--state S] [--owner U] [--project P] [--kind K]",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "state", Usage: "only jobs in this state: Pending, Scheduled, Running, Succeeded, Failed or Cancelled"},
+					&cli.StringFlag{Name: "owner", Usage: "only this user's jobs"},
+					&cli.StringFlag{Name: "project", Usage: "only this project's jobs"},
+					&cli.StringFlag{Name: "kind", Usage: "only jobs of this kind"},
+					outputFlag(),
+				},
+				Action: jobList,
+			},
+			{Name: "status", Usage: "show a job and its tasks", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobStatus},
+			{Name: "why", Usage: "say why a job is pending", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobWhy},
+			{Name: "cancel", Usage: "cancel a job", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobCancel},
+			{Name: "logs", Usage: "show a job's output (not available yet)", ArgsUsage: "ID", Action: jobLogs},
+		},
+	}
+}
+
+func serviceCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "service",
+		Usage: "operate long-running services",
+		Subcommands: []*cli.Command{{
+			Name:      "scale",
+			Usage:     "set a service's replica count",
+			ArgsUsage: "ID REPLICAS",
+			Flags:     []cli.Flag{outputFlag()},
+			Action:    serviceScale,
+		}},
+	}
+}
+
+func jobSubmit(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usagef("usage: coordinator job submit -f FILE [--wait]: the spec comes from -f, not arguments")
+	}
+	spec, err := readSpec(c)
+	if err != nil {
+		return err
+	}
+	cl := newClient(c)
+	sub, err := cl.SubmitJob(c.Context, spec, c.String("request-id"))
+	if err != nil {
+		return fmt.Errorf("submit %s: %w", c.String("file"), err)
+	}
+	f, err := format(c)
+	if err != nil {
+		return err
+	}
+	if !c.Bool("wait") {
+		return show(c, sub, func(w io.Writer) { printSubmitted(w, sub) })
+	}
+	if f == formatTable {
+		printSubmitted(c.App.Writer, sub)
+	}
+	js, err := waitJob(c, cl, sub.JobID, f == formatTable)
+	if err != nil {
+		return err
+	}
+	if f != formatTable {
+		if err := show(c, js, nil); err != nil {
+			return err
+		}
+	}
+	switch js.Job.State {
+	case structs.JobFailed, structs.JobCancelled:
+		return cli.Exit(fmt.Sprintf("job %s %s: %s", js.Job.ID, strings.ToLower(string(js.Job.State)), reasonOr(js.Job.Reason, "no reason given")), 1)
+	}
+	return nil
+}
+
+func printSubmitted(w io.Writer, sub *wire.SubmitResponse) {
+	state := structs.JobState("")
+	if sub.Job != nil {
+		state = sub.Job.State
+	}
+	if sub.Existing {
+		fmt.Fprintf(w, "job %s was already submitted with request ID %s: %s\n", sub.JobID, sub.RequestID, state)
+		return
+	}
+	fmt.Fprintf(w, "job %s submitted: %s\n", sub.JobID, state)
+}
+
+// waitJob polls job id until it is Running or has ended, printing each
+// state change when print is set.
+func waitJob(c *cli.Context, cl *client.Client, id structs.JobID, print bool) (*wire.JobStatus, error) {
+	interval := c.Duration("interval")
+	var last structs.JobState
+	var lastReason string
+	for {
+		js, err := cl.Job(c.Context, id)
+		if err != nil {
+			return nil, fmt.Errorf("wait for job %s: %w", id, err)
+		}
+		j := js.Job
+		if print && (j.State != last || j.Reason != lastReason) {
+			fmt.Fprintf(c.App.Writer, "%s  %s%s\n", when(time.Now()), j.State, reasonSuffix(j.Reason))
+		}
+		last, lastReason = j.State, j.Reason
+		if j.State == structs.JobRunning || j.State.Ended() {
+			return js, nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-c.Context.Done():
+			t.Stop()
+			return nil, fmt.Errorf("wait for job %s: %w", id, c.Context.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func reasonSuffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + r
+}
+
+func reasonOr(r, def string) string {
+	if r == "" {
+		return def
+	}
+	return r
+}
+
+func jobList(c *cli.Context) error {
+	if c.NArg() != 0 {
+		return usagef("usage: coordinator job list [--state S] [--owner U] [--project P] [--kind K]")
+	}
+	jobs, err := newClient(c).ListJobs(c.Context, client.JobFilter{
+		State: structs.JobState(c.String("state")), Owner: structs.UserID(c.String("owner")),
+		Project: structs.ProjectID(c.String("project")), Kind: structs.JobKind(c.String("kind")),
+	})
+	if err != nil {
+		return fmt.Errorf("list jobs: %w", err)
+	}
+	return show(c, wire.JobList{Jobs: jobs}, func(w io.Writer) {
+		if len(jobs) == 0 {
+			fmt.Fprintln(w, "no jobs")
+			return
+		}
+		tw := tab(w)
+		row(tw, "ID", "NAME", "KIND", "OWNER", "PROJECT", "PRIORITY", "STATE", "REPLICAS", "RESOURCES", "SUBMITTED")
+		for _, j := range jobs {
+			s := j.ShapeAt(j.Shape)
+			row(tw, j.ID, j.Name, j.Kind, j.Owner, j.Project, j.Priority, j.State, s.Replicas, s.Resources, when(j.SubmitTime))
+		}
+		tw.Flush()
+	})
+}
+
+func jobStatus(c *cli.Context) error {
+	a, err := args(c, "ID")
+	if err != nil {
+		return err
+	}
+	js, err := newClient(c).Job(c.Context, structs.JobID(a[0]))
+	if err != nil {
+		return err
+	}
+	return show(c, js, func(w io.Writer) { printJob(w, js) })
+}
+
+func printJob(w io.Writer, js *wire.JobStatus) {
+	j := js.Job
+	s := j.ShapeAt(j.Shape)
+	tw := tab(w)
+	kv := func(k string, v any) { row(tw, k+":", v) }
+	kv("ID", j.ID)
+	kv("Name", j.Name)
+	kv("Kind", j.Kind)
+	kv("Owner", j.Owner)
+	kv("Project", j.Project)
+	kv("Priority", j.Priority)
+	kv("State", string(j.State)+reasonSuffix(j.Reason))
+	replicas := strconv.Itoa(s.Replicas)
+	if j.MinAvailable > 0 {
+		replicas += fmt.Sprintf(" (starts at %d)", j.MinAvailable)
+	}
+	kv("Replicas", replicas)
+	kv("Resources", s.Resources.String()+" per replica")
+	if j.Shape > 0 {
+		kv("Shape", fmt.Sprintf("fallback %d", j.Shape))
+	}
+	if j.Image != "" {
+		kv("Image", j.Image)
+	}
+	if len(j.Command) > 0 {
+		kv("Command", strings.Join(append(append([]string{}, j.Command...), j.Args...), " "))
+	}
+	kv("Submitted", when(j.SubmitTime))
+	kv("Attempt", j.Attempt)
+	if len(j.Charged) > 0 {
+		kv("Charged", string(j.ChargedScope)+" "+resourceList(j.Charged))
+	}
+	tw.Flush()
+	if len(js.Tasks) == 0 {
+		fmt.Fprintln(w, "\nno tasks yet")
+		return
+	}
+	fmt.Fprintln(w)
+	tw = tab(w)
+	row(tw, "TASK", "INDEX", "ATTEMPT", "NODE", "STATE", "RESOURCES", "STARTED")
+	for _, t := range js.Tasks {
+		st := string(t.State)
+		if t.StopReason != "" && t.State == structs.TaskStopping {
+			st += " (" + string(t.StopReason) + ")"
+		}
+		if t.State == structs.TaskFailed || t.State == structs.TaskSucceeded {
+			st += fmt.Sprintf(" (exit %d)", t.ExitCode)
+		}
+		row(tw, t.ID, t.Index, t.Attempt, t.Node, st, t.Resources, when(t.StartedAt))
+	}
+	tw.Flush()
+}
+
+func jobWhy(c *cli.Context) error {
+	a, err := args(c, "ID")
+	if err != nil {
+		return err
+	}
+	why, err := newClient(c).Why(c.Context, structs.JobID(a[0]))
+	if err != nil {
+		return err
+	}
+	return show(c, why, func(w io.Writer) {
+		fmt.Fprintf(w, "%s: %s\n%s\n", why.Job, why.State, why.Message)
+		if why.Why == nil || len(why.Why.Filtered) == 0 {
+			return
+		}
+		fmt.Fprintln(w)
+		tw := tab(w)
+		row(tw, "NODES", "FILTERED BECAUSE")
+		for _, f := range why.Why.Filtered {
+			row(tw, f.Nodes, f.Reason)
+		}
+		row(tw, why.Why.Nodes, "considered")
+		tw.Flush()
+	})
+}
+
+func jobCancel(c *cli.Context) error {
+	a, err := args(c, "ID")
+	if err != nil {
+		return err
+	}
+	js, err := newClient(c).CancelJob(c.Context, structs.JobID(a[0]))
+	if err != nil {
+		return err
+	}
+	return show(c, js, func(w io.Writer) { fmt.Fprintf(w, "job %s cancelled\n", js.Job.ID) })
+}
+
+func jobLogs(c *cli.Context) error {
+	if _, err := args(c, "ID"); err != nil {
+		return err
+	}
+	return cli.Exit("job logs is not available yet: logs come with the atom agent, which captures each task's output (issue 4)", 1)
+}
+
+func serviceScale(c *cli.Context) error {
+	a, err := args(c, "ID", "REPLICAS")
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(a[1])
+	if err != nil || n < 1 {
+		return usagef("REPLICAS %q is not allowed: use a whole number from 1 to %d", a[1], structs.MaxReplicas)
+	}
+	js, err := newClient(c).ScaleService(c.Context, structs.JobID(a[0]), n)
+	if err != nil {
+		return err
+	}
+	return show(c, js, func(w io.Writer) { fmt.Fprintf(w, "service %s scaled to %d replicas\n", js.Job.ID, js.Job.Replicas) })
+}
