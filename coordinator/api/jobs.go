@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -33,11 +32,6 @@ func (s *server) submitJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 	if err != nil {
 		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
 	}
-	var known error
-	s.store.Read(func(st *state.State) { known = knownKinds(st, job) })
-	if known != nil {
-		return 0, nil, known
-	}
 	job.ID = s.freshID(job.Name)
 	cmd := &state.JobSubmit{Job: job, Now: s.clock()}
 	if key != "" {
@@ -64,51 +58,6 @@ func (s *server) submitJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 		return http.StatusOK, out, nil
 	}
 	return http.StatusCreated, out, nil
-}
-
-// knownKinds refuses accelerator and device types and clusters that no
-// node has, as admission in the state machine does. Checking here first
-// keeps those refusals 422: the state machine's errors for them carry no
-// sentinel, and the API treats unclassified Store errors as "outcome
-// unknown".
-func knownKinds(st *state.State, j *structs.Job) error {
-	accels, devices, clusters := map[string]bool{}, map[string]bool{}, map[structs.ClusterID]bool{}
-	for _, n := range st.Nodes {
-		clusters[n.Cluster] = true
-		if n.Capacity.Accels > 0 {
-			accels[n.Capacity.AccelType] = true
-		}
-		for d := range n.Capacity.Devices {
-			devices[d] = true
-		}
-	}
-	for i := 0; i < j.NumShapes(); i++ {
-		r := j.ShapeAt(i).Resources
-		if r.Accels > 0 && r.AccelType != "" && !accels[r.AccelType] {
-			return errorf(http.StatusUnprocessableEntity, "unknown accelerator type %q: this cluster has %s", r.AccelType, list(slices.Collect(maps.Keys(accels))))
-		}
-		for d := range r.Devices {
-			if !devices[d] {
-				return errorf(http.StatusUnprocessableEntity, "unknown device type %q: this cluster has %s", d, list(slices.Collect(maps.Keys(devices))))
-			}
-		}
-	}
-	if j.Cluster != "" && !clusters[j.Cluster] {
-		var names []string
-		for c := range clusters {
-			names = append(names, string(c))
-		}
-		return errorf(http.StatusUnprocessableEntity, "cluster %q does not exist: known clusters are %s", j.Cluster, list(names))
-	}
-	return nil
-}
-
-func list(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
 }
 
 // freshID returns a job ID no job has yet (a random suffix rarely

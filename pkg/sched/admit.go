@@ -146,11 +146,11 @@ func (w *world) checkKnown(j *structs.Job) error {
 	for i := 0; i < j.NumShapes(); i++ {
 		r := j.ShapeAt(i).Resources
 		if r.Accels > 0 && r.AccelType != "" && !accel[r.AccelType] {
-			return fmt.Errorf("unknown accelerator type %q: this cluster has %s", r.AccelType, known(accel))
+			return unknownf("unknown accelerator type %q: this cluster has %s", r.AccelType, known(accel))
 		}
 		for d := range r.Devices {
 			if !dev[d] {
-				return fmt.Errorf("unknown device type %q: this cluster has %s", d, known(dev))
+				return unknownf("unknown device type %q: this cluster has %s", d, known(dev))
 			}
 		}
 	}
@@ -164,10 +164,21 @@ func (w *world) checkKnown(j *structs.Job) error {
 		for c := range clusters {
 			names[string(c)] = true
 		}
-		return fmt.Errorf("cluster %q does not exist: known clusters are %s", j.Cluster, known(names))
+		return unknownf("cluster %q does not exist: known clusters are %s", j.Cluster, known(names))
 	}
 	return nil
 }
+
+// UnknownError refuses a job naming an accelerator type, device type or
+// cluster that does not exist. It matches ErrUnsatisfiable.
+type UnknownError struct{ msg string }
+
+func (e *UnknownError) Error() string { return e.msg }
+
+// Unwrap lets errors.Is match ErrUnsatisfiable.
+func (e *UnknownError) Unwrap() error { return ErrUnsatisfiable }
+
+func unknownf(format string, a ...any) error { return &UnknownError{msg: fmt.Sprintf(format, a...)} }
 
 // knownTypes is what exists on the nodes, computed once per world.
 type knownTypes struct {
