@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test bench-sched sim fuzz deps demo
+.PHONY: all build test bench-sched bench-raft sim fuzz deps demo
 
 all: build
 
@@ -21,6 +21,11 @@ test: deps
 # Scheduling core throughput: 10,000 nodes, 100,000 pending jobs, one core.
 bench-sched: deps
 	GOMAXPROCS=1 $(GO) run ./test/benchsched
+
+# Raft-committed placements, submit->commit latency and leader failover:
+# three coordinator servers on loopback.
+bench-raft: deps
+	$(GO) run ./test/benchraft
 
 # Alibaba GPU trace replay: atom vs First-Fit, Best-Fit, Random.
 sim: deps

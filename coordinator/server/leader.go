@@ -1,0 +1,383 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Leadership, as in Nomad's leader.go:
+//
+//	LeaderCh true ──▶ leaderLoop: Barrier (retry) ──▶ start leader work:
+//	                      scheduleLoop, liveness (reaper + flusher), retentionLoop
+//	LeaderCh false ──▶ cancel the work's context, wait for it to stop
+//
+// The Barrier makes the FSM apply every entry of earlier terms before the
+// leader reads it, so its first plan is made on the whole state.
+
+// monitorLeadership starts and stops leader work as leadership comes and
+// goes, until shutdown.
+func (s *Server) monitorLeadership() {
+	defer s.wg.Done()
+	var work *leaderWork
+	defer func() { work.stop() }()
+	for {
+		select {
+		case <-s.shutdownCh:
+			return
+		case leader := <-s.raft.LeaderCh():
+			// Two trues in a row mean leadership was lost and regained
+			// while we were busy: restart the work either way.
+			work.stop()
+			work = nil
+			if !leader {
+				s.log.Info("lost leadership")
+				continue
+			}
+			s.log.Info("gained leadership")
+			work = s.startLeaderWork()
+		}
+	}
+}
+
+// leaderWork is one running leaderLoop.
+type leaderWork struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (s *Server) startLeaderWork() *leaderWork {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &leaderWork{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		s.leaderLoop(ctx)
+	}()
+	return w
+}
+
+// stop cancels the work and waits for it; a nil *leaderWork is a no-op.
+func (w *leaderWork) stop() {
+	if w == nil {
+		return
+	}
+	w.cancel()
+	<-w.done
+}
+
+// leaderState is what one term of leadership keeps in memory.
+type leaderState struct {
+	// started and stopped record what this term told the backend; a new
+	// leader starts empty and repeats every start and stop (the backend
+	// is idempotent). Keys carry the allocation token because a replaced
+	// service replica keeps its task ID. Scheduling loop only.
+	started map[allocKey]bool
+	stopped map[allocKey]bool
+}
+
+// allocKey names one allocation: a task ID and the token it was placed
+// with.
+type allocKey struct {
+	id    structs.TaskID
+	token string
+}
+
+// leaderLoop runs leader-only work until ctx ends.
+func (s *Server) leaderLoop(ctx context.Context) {
+	// 1. Catch the FSM up with everything committed before this term.
+	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		err := s.raft.Barrier(time.Minute).Error()
+		if err == nil {
+			break
+		}
+		s.log.Warn("leader barrier failed", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+
+	// 2. Start liveness first: every task gets a full TTL from now (C20).
+	live := newLiveness(s, s.now())
+	s.mu.Lock()
+	s.live = live
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.live, s.why = nil, nil
+		s.mu.Unlock()
+		s.metrics.pending.Set(0)
+	}()
+	s.log.Info("leader work started")
+
+	// 3. Run the work until leadership ends.
+	var wg sync.WaitGroup
+	run := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	run(live.reap)
+	run(live.flush)
+	run(s.retentionLoop)
+	run(s.scheduleLoop)
+	wg.Wait()
+	live.fail(ErrOutcomeUnknown)
+	s.log.Info("leader work stopped")
+}
+
+// minCycleGap is the least time between two scheduling cycles: a burst of
+// submissions wakes the loop once, not once per job.
+func (s *Server) minCycleGap() time.Duration { return min(s.cfg.Cycle/20, 10*time.Millisecond) }
+
+// scheduleLoop runs a scheduling cycle every Cycle, or sooner when woken.
+func (s *Server) scheduleLoop(ctx context.Context) {
+	ls := &leaderState{started: map[allocKey]bool{}, stopped: map[allocKey]bool{}}
+	tick := time.NewTicker(s.cfg.Cycle)
+	defer tick.Stop()
+	var last time.Time
+	for {
+		if gap := s.minCycleGap() - time.Since(last); gap > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(gap):
+			}
+		}
+		last = time.Now()
+		if err := s.cycle(ctx, ls); err != nil && ctx.Err() == nil {
+			s.log.Warn("scheduling cycle failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-s.wakeCh:
+		}
+	}
+}
+
+// cycle is one scheduling cycle:
+//  1. snapshot the state and the pending jobs;
+//  2. run the pure core over them; keep its why-pending reasons;
+//  3. commit the plan, if it changes anything, with fresh tokens;
+//  4. drive the backend: start new tasks, stop stopping ones.
+func (s *Server) cycle(ctx context.Context, ls *leaderState) error {
+	s.mu.Lock()
+	paused := s.paused
+	s.mu.Unlock()
+	if !paused {
+		if err := s.scheduleOnce(ctx); err != nil {
+			return err
+		}
+	}
+	s.driveBackend(ls)
+	return nil
+}
+
+func (s *Server) scheduleOnce(ctx context.Context) error {
+	// 1. Snapshot.
+	var (
+		snap    *sched.Snapshot
+		pending []*structs.Job
+	)
+	s.fsm.Read(func(st *state.State) {
+		snap = st.Snapshot()
+		pending = st.Pending()
+	})
+	s.metrics.pending.Set(float64(len(pending)))
+	if len(pending) == 0 && len(snap.Reservations) == 0 {
+		s.setWhy(nil)
+		return nil
+	}
+
+	// 2. Decide.
+	now := s.now()
+	start := time.Now()
+	plan := sched.Schedule(snap, sched.Input{Pending: pending, Now: now, Seed: snap.Index})
+	s.metrics.schedule.Observe(time.Since(start).Seconds())
+	s.setWhy(plan.Pending)
+	plan.Pending = nil
+	if len(plan.Placements) == 0 && len(plan.Preemptions) == 0 && len(plan.Timeouts) == 0 &&
+		sameReservations(plan.Reservations, snap.Reservations) {
+		return nil
+	}
+
+	// 3. Commit.
+	tokens, err := newTokens(plan, snap)
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	res, err := s.Apply(ctx, &state.PlanCommit{Plan: plan, Now: now, Tokens: tokens})
+	if err != nil {
+		return err
+	}
+	s.metrics.planCommit.Observe(time.Since(start).Seconds())
+	cr, _ := res.(state.CommitResult)
+	s.metrics.placements.Add(float64(len(cr.Placed)))
+	s.metrics.rejected.Add(float64(len(cr.Rejected)))
+	if len(cr.Placed) > 0 || len(cr.Rejected) > 0 || len(plan.Preemptions) > 0 || len(plan.Timeouts) > 0 {
+		s.log.Debug("plan committed", "index", snap.Index, "placed", len(cr.Placed), "rejected", len(cr.Rejected),
+			"preemptions", len(plan.Preemptions), "timeouts", len(plan.Timeouts), "took", time.Since(start))
+	}
+	for _, r := range cr.Rejected {
+		s.log.Debug("placement rejected at commit", "job", r.Job, "reason", r.Reason)
+	}
+	return nil
+}
+
+// newTokens makes a random allocation token for every task plan creates.
+// Task IDs follow state's rule: job, replica index and the job's attempt.
+func newTokens(plan *sched.Plan, snap *sched.Snapshot) (map[structs.TaskID]string, error) {
+	n := 0
+	for _, pl := range plan.Placements {
+		n += len(pl.Tasks)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	buf := make([]byte, 16*n)
+	if _, err := rand.Read(buf); err != nil {
+		return nil, fmt.Errorf("make allocation tokens: %w", err)
+	}
+	tokens := make(map[structs.TaskID]string, n)
+	for _, pl := range plan.Placements {
+		attempt := 0
+		if j := snap.Jobs[pl.Job]; j != nil {
+			attempt = j.Attempt
+		}
+		for _, tp := range pl.Tasks {
+			tokens[structs.MakeTaskID(pl.Job, tp.Index, attempt)] = hex.EncodeToString(buf[:16])
+			buf = buf[16:]
+		}
+	}
+	return tokens, nil
+}
+
+func (s *Server) setWhy(why map[structs.JobID]*sched.Why) {
+	s.mu.Lock()
+	s.why = why
+	s.mu.Unlock()
+}
+
+// driveBackend starts the Scheduled tasks and stops the Stopping tasks
+// this term has not handled yet. A failed Start or Stop is retried next
+// cycle; a task that never starts is Lost after the heartbeat TTL.
+func (s *Server) driveBackend(ls *leaderState) {
+	s.mu.Lock()
+	b := s.backend
+	s.mu.Unlock()
+	if b == nil {
+		return
+	}
+	type start struct {
+		t *structs.Task
+		j *structs.Job
+		k allocKey
+	}
+	var starts []start
+	var stops []allocKey
+	seen := make(map[allocKey]bool, len(ls.started)+len(ls.stopped))
+	s.fsm.Read(func(st *state.State) {
+		for id, t := range st.Tasks {
+			k := allocKey{id: id, token: st.Tokens[id]}
+			switch t.State {
+			case structs.TaskScheduled:
+				seen[k] = true
+				if !ls.started[k] {
+					starts = append(starts, start{t: t, j: st.Jobs[t.Job], k: k})
+				}
+			case structs.TaskStopping:
+				seen[k] = true
+				if !ls.stopped[k] {
+					stops = append(stops, k)
+				}
+			}
+		}
+	})
+	// Forget allocations that have moved on, so the maps stay small.
+	for _, m := range []map[allocKey]bool{ls.started, ls.stopped} {
+		maps.DeleteFunc(m, func(k allocKey, _ bool) bool { return !seen[k] })
+	}
+	slices.SortFunc(starts, func(a, b start) int { return cmp.Compare(a.k.id, b.k.id) })
+	slices.SortFunc(stops, func(a, b allocKey) int { return cmp.Compare(a.id, b.id) })
+	for _, k := range stops {
+		if err := b.Stop(k.id, s.cfg.StopGrace); err != nil {
+			s.log.Warn("backend stop failed", "task", k.id, "err", err)
+			continue
+		}
+		ls.stopped[k] = true
+	}
+	for _, st := range starts {
+		if st.j == nil {
+			continue
+		}
+		if err := b.Start(st.t, st.j, st.k.token); err != nil {
+			s.log.Warn("backend start failed", "task", st.k.id, "err", err)
+			continue
+		}
+		ls.started[st.k] = true
+	}
+}
+
+// sameReservations reports whether a plan keeps the reservations as they
+// are (then it need not be committed).
+func sameReservations(a, b []sched.Reservation) bool {
+	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
+}
+
+// retentionLoop removes jobs that ended more than Retention ago.
+func (s *Server) retentionLoop(ctx context.Context) {
+	every := min(max(s.cfg.Retention/10, 100*time.Millisecond), time.Hour)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if err := s.expire(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("expire ended jobs failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Server) expire(ctx context.Context) error {
+	before := s.now().Add(-s.cfg.Retention)
+	due := false
+	s.fsm.Read(func(st *state.State) {
+		for _, at := range st.Ended {
+			if at.Before(before) {
+				due = true
+				return
+			}
+		}
+	})
+	if !due {
+		return nil
+	}
+	res, err := s.Apply(ctx, &state.JobsExpire{Before: before})
+	if err != nil {
+		return err
+	}
+	if r, ok := res.(state.ExpireResult); ok && r.Jobs > 0 {
+		s.log.Info("expired ended jobs", "jobs", r.Jobs, "endedBefore", before)
+	}
+	return nil
+}

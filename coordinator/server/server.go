@@ -1,0 +1,445 @@
+// Package server runs one coordinator server: a Raft peer (raft-boltdb log
+// and stable store, file snapshots, TCP transport) over the coordinator's
+// state machine (coordinator/fsm), and, while it leads, the leader-only
+// work of DESIGN §5: the scheduling loop, task liveness, retention and the
+// backend driver.
+//
+//	            ┌──────────── every server ────────────┐
+//	client ──▶  Apply ──▶ raft.Apply ──▶ fsm.Apply ──▶ state.State
+//	            Read  ─────────────────────────────────▲
+//	            Heartbeat ──(follower: forward)──▶ leader
+//	            └──────────────────────────────────────┘
+//	leader only (after a Barrier): schedule ─▶ PlanCommit ─▶ Backend
+//	                               liveness ─▶ TaskUpdate (changes only)
+//	                               retention ─▶ JobsExpire
+//
+// The HTTP layer sits on top: it forwards writes that get a
+// *NotLeaderError and retries those that get ErrOutcomeUnknown with the
+// same request ID.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/atom-sched/atom/coordinator/fsm"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultHeartbeatTTL       = 15 * time.Second
+	DefaultCycle              = 200 * time.Millisecond
+	DefaultRetention          = 7 * 24 * time.Hour
+	DefaultStopGrace          = 30 * time.Second
+	DefaultHeartbeatTimeout   = 300 * time.Millisecond
+	DefaultElectionTimeout    = 300 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 150 * time.Millisecond
+)
+
+// Config configures one server. Zero durations take the defaults above.
+type Config struct {
+	// ID is the server's Raft ID, unique and stable across restarts.
+	ID string
+	// RaftAddr is the host:port the Raft TCP transport binds and
+	// advertises. Port 0 picks a free port (see Server.RaftAddr); a
+	// restarted server must get the address it had.
+	RaftAddr string
+	// DataDir holds raft.db (log and stable store) and the snapshots.
+	DataDir string
+	// Bootstrap makes a new single-server cluster when DataDir holds no
+	// Raft state yet. Other servers then join it.
+	Bootstrap bool
+	// Join lists HTTP addresses of existing servers. A server without Raft
+	// state calls JoinFunc on them in turn until one adds it.
+	Join []string
+	// JoinFunc asks the server at addr (one of Join) to add this server as
+	// a voter; on that server the HTTP layer calls AddVoter. Required when
+	// Join is set.
+	JoinFunc func(ctx context.Context, addr, id, raftAddr string) error
+
+	// HeartbeatTTL is how long a task may stay silent before it is Lost.
+	HeartbeatTTL time.Duration
+	// Cycle is the scheduling period; new submissions and task events wake
+	// the loop early.
+	Cycle time.Duration
+	// Retention is how long ended jobs are kept in state.
+	Retention time.Duration
+	// StopGrace is the grace period the backend gives a task it stops.
+	StopGrace time.Duration
+	// Clock gives the time put into commands; time.Now when nil.
+	Clock func() time.Time
+	// Logger receives the server's and Raft's logs; slog.Default when nil.
+	Logger *slog.Logger
+
+	// Raft timing, tuned for a LAN.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	// SnapshotThreshold is how many log entries trigger a snapshot (Raft's
+	// default when zero).
+	SnapshotThreshold uint64
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.HeartbeatTTL, DefaultHeartbeatTTL)
+	def(&c.Cycle, DefaultCycle)
+	def(&c.Retention, DefaultRetention)
+	def(&c.StopGrace, DefaultStopGrace)
+	def(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	def(&c.ElectionTimeout, DefaultElectionTimeout)
+	def(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Backend launches and stops tasks (Kubernetes Pods, local processes). The
+// leader calls it after each committed plan and after a leader change, so
+// Start and Stop must be idempotent: starting a started task or stopping a
+// stopped one succeeds. task and job are shared, read-only state objects.
+type Backend interface {
+	Start(task *structs.Task, job *structs.Job, token string) error
+	Stop(taskID structs.TaskID, grace time.Duration) error
+}
+
+// ForwardFunc sends a heartbeat that reached a follower to the leader
+// (leaderID, at Raft address leaderAddr); the HTTP layer maps the ID to the
+// leader's HTTP address.
+type ForwardFunc func(leaderID, leaderAddr string, taskID structs.TaskID, token string, ev state.TaskEvent) error
+
+// Server is one coordinator server. Its methods are safe for concurrent use.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	fsm     *fsm.FSM
+	raft    *raft.Raft
+	trans   *raft.NetworkTransport
+	store   *raftboltdb.BoltStore
+	metrics *metrics
+	obs     *raft.Observer
+
+	wakeCh     chan struct{} // capacity 1: wakes the scheduling loop
+	shutdownCh chan struct{}
+	shutdown   sync.Once
+	wg         sync.WaitGroup // background goroutines
+
+	mu      sync.Mutex // guards the fields below
+	backend Backend
+	forward ForwardFunc
+	why     map[structs.JobID]*sched.Why // latest cycle's reasons; leader only
+	live    *liveness                    // non-nil while leader work runs
+	paused  bool
+}
+
+// New opens (or creates) the server's Raft state in cfg.DataDir and starts
+// it: bootstrapping, joining or restarting as cfg and the data dir say.
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
+	switch {
+	case cfg.ID == "":
+		return nil, errors.New("new server: an ID is required")
+	case cfg.DataDir == "":
+		return nil, errors.New("new server: a data dir is required")
+	case cfg.Bootstrap && len(cfg.Join) > 0:
+		return nil, errors.New("new server: bootstrap and join are exclusive: bootstrap one server, join the others")
+	case len(cfg.Join) > 0 && cfg.JoinFunc == nil:
+		return nil, errors.New("new server: join addresses need a JoinFunc")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("new server: create data dir: %w", err)
+	}
+	s := &Server{
+		cfg:        cfg,
+		log:        cfg.Logger.With("server", cfg.ID),
+		fsm:        fsm.New(),
+		metrics:    newMetrics(),
+		wakeCh:     make(chan struct{}, 1),
+		shutdownCh: make(chan struct{}),
+	}
+	s.fsm.OnApply = s.onApply
+	if err := s.openRaft(); err != nil {
+		s.closeStores()
+		return nil, err
+	}
+	s.metrics.register(s)
+	s.watchLeader()
+	s.wg.Add(1)
+	go s.monitorLeadership()
+	return s, nil
+}
+
+// openRaft wires the stores, transport and Raft, and bootstraps.
+func (s *Server) openRaft() error {
+	cfg := s.cfg
+	rlog := newHCLogger(s.log.With("component", "raft"), "raft")
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	if err != nil {
+		return fmt.Errorf("open raft store: %w", err)
+	}
+	s.store = store
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, rlog)
+	if err != nil {
+		return fmt.Errorf("open snapshot store: %w", err)
+	}
+	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, 3, 10*time.Second, rlog)
+	if err != nil {
+		return fmt.Errorf("listen on raft address %s: %w", cfg.RaftAddr, err)
+	}
+	s.trans = trans
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = rlog
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.BatchApplyCh = true // group concurrent Applies into one append
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+
+	has, err := raft.HasExistingState(store, store, snaps)
+	if err != nil {
+		return fmt.Errorf("read raft state: %w", err)
+	}
+	if cfg.Bootstrap && !has {
+		conf := raft.Configuration{Servers: []raft.Server{{
+			Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr(),
+		}}}
+		if err := raft.BootstrapCluster(rc, store, store, snaps, trans, conf); err != nil {
+			return fmt.Errorf("bootstrap cluster: %w", err)
+		}
+		s.log.Info("bootstrapped a new cluster", "raftAddr", trans.LocalAddr())
+	}
+	r, err := raft.NewRaft(rc, s.fsm, store, store, snaps, trans)
+	if err != nil {
+		return fmt.Errorf("start raft: %w", err)
+	}
+	s.raft = r
+	if !has && len(cfg.Join) > 0 {
+		s.wg.Add(1)
+		go s.joinLoop()
+	}
+	return nil
+}
+
+// joinLoop asks the servers in cfg.Join, in turn, to add this one, until
+// one does or the server shuts down.
+func (s *Server) joinLoop() {
+	defer s.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.shutdownCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	backoff := 100 * time.Millisecond
+	for {
+		for _, addr := range s.cfg.Join {
+			err := s.cfg.JoinFunc(ctx, addr, s.cfg.ID, s.RaftAddr())
+			if err == nil {
+				s.log.Info("joined the cluster", "via", addr)
+				return
+			}
+			s.log.Warn("join failed", "via", addr, "err", err)
+		}
+		select {
+		case <-s.shutdownCh:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// RaftAddr returns the address the Raft transport listens on.
+func (s *Server) RaftAddr() string { return string(s.trans.LocalAddr()) }
+
+// ID returns the server's Raft ID.
+func (s *Server) ID() string { return s.cfg.ID }
+
+// IsLeader reports whether this server is the Raft leader now.
+func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Leader returns the current leader's ID and Raft address, or empty
+// strings when none is known.
+func (s *Server) Leader() (id, addr string) {
+	a, i := s.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// Read calls fn with the replicated state under the FSM's read lock: see
+// fsm.FSM.Read for what fn may keep. On a follower the state may lag the
+// leader's by the replication delay.
+func (s *Server) Read(fn func(*state.State)) { s.fsm.Read(fn) }
+
+// AddVoter adds server id at raftAddr as a voter. Only the leader can; a
+// follower returns a *NotLeaderError. Re-adding a member with the same ID
+// and address succeeds; a member that changed address is replaced.
+func (s *Server) AddVoter(id, raftAddr string) error {
+	if !s.IsLeader() {
+		return s.notLeader()
+	}
+	cf := s.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return fmt.Errorf("add voter %s: read configuration: %w", id, s.mapRaftErr(err))
+	}
+	for _, m := range cf.Configuration().Servers {
+		if m.ID == raft.ServerID(id) && m.Address == raft.ServerAddress(raftAddr) {
+			return nil
+		}
+		if m.ID == raft.ServerID(id) || m.Address == raft.ServerAddress(raftAddr) {
+			if err := s.raft.RemoveServer(m.ID, 0, 0).Error(); err != nil {
+				return fmt.Errorf("add voter %s: remove stale member %s at %s: %w", id, m.ID, m.Address, s.mapRaftErr(err))
+			}
+		}
+	}
+	if err := s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 0).Error(); err != nil {
+		return fmt.Errorf("add voter %s at %s: %w", id, raftAddr, s.mapRaftErr(err))
+	}
+	s.log.Info("added voter", "id", id, "raftAddr", raftAddr)
+	return nil
+}
+
+// Peer is one member of the Raft configuration.
+type Peer struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raftAddr"`
+	Voter    bool   `json:"voter"`
+	Leader   bool   `json:"leader"`
+}
+
+// Peers lists the members of the latest Raft configuration this server
+// knows (on a follower it may lag).
+func (s *Server) Peers() ([]Peer, error) {
+	cf := s.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return nil, fmt.Errorf("read raft configuration: %w", err)
+	}
+	leader, _ := s.Leader()
+	var out []Peer
+	for _, m := range cf.Configuration().Servers {
+		out = append(out, Peer{ID: string(m.ID), RaftAddr: string(m.Address), Voter: m.Suffrage == raft.Voter, Leader: string(m.ID) == leader})
+	}
+	return out, nil
+}
+
+// Snapshot asks Raft for a snapshot now (it also takes them on its own).
+func (s *Server) Snapshot() error {
+	if err := s.raft.Snapshot().Error(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return nil
+}
+
+// SetBackend sets the backend the leader drives; nil stops driving one.
+// A backend set while leading is caught up on the next cycle.
+func (s *Server) SetBackend(b Backend) {
+	s.mu.Lock()
+	s.backend = b
+	s.mu.Unlock()
+	s.wake()
+}
+
+// SetForward sets how a follower forwards heartbeats to the leader.
+// Without one, Heartbeat on a follower returns a *NotLeaderError.
+func (s *Server) SetForward(f ForwardFunc) {
+	s.mu.Lock()
+	s.forward = f
+	s.mu.Unlock()
+}
+
+// PauseScheduling stops (true) or resumes (false) this server's scheduling
+// loop while it leads; liveness and retention go on. It is local to this
+// server and not replicated: a new leader schedules. For maintenance and
+// benchmarks.
+func (s *Server) PauseScheduling(paused bool) {
+	s.mu.Lock()
+	s.paused = paused
+	s.mu.Unlock()
+	s.wake()
+}
+
+// Why returns why job id is still pending as of the leader's latest cycle,
+// or nil (placed, unknown, or this server is not the leader).
+func (s *Server) Why(id structs.JobID) *sched.Why {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.why[id]
+}
+
+// Metrics returns the registry holding the server's Prometheus metrics.
+func (s *Server) Metrics() *prometheus.Registry { return s.metrics.reg }
+
+// Shutdown stops leader work and Raft (no leadership transfer: the other
+// servers elect a new leader after their heartbeat timeout) and closes the
+// stores. It is safe to call more than once.
+func (s *Server) Shutdown() error {
+	var err error
+	s.shutdown.Do(func() {
+		close(s.shutdownCh)
+		if e := s.raft.Shutdown().Error(); e != nil {
+			err = fmt.Errorf("shut down raft: %w", e)
+		}
+		s.wg.Wait()
+		s.raft.DeregisterObserver(s.obs)
+		err = errors.Join(err, s.closeStores())
+		s.log.Info("server stopped")
+	})
+	return err
+}
+
+func (s *Server) closeStores() error {
+	var errs []error
+	if s.trans != nil {
+		errs = append(errs, s.trans.Close())
+	}
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// onApply runs after every applied command on every server: commands that
+// can make work placeable wake the scheduling loop (only a leader reads it).
+func (s *Server) onApply(_ uint64, c state.Command, _ fsm.Response) {
+	switch c.(type) {
+	case *state.PlanCommit, *state.JobsExpire:
+		return
+	}
+	s.wake()
+}
+
+// wake asks the scheduling loop for a cycle soon, without blocking.
+func (s *Server) wake() {
+	select {
+	case s.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Server) now() time.Time { return s.cfg.Clock() }
