@@ -1,0 +1,181 @@
+// Package daemon assembles a running coordinator: the Raft server, the
+// HTTP API (with writes forwarded to the leader), the task backend and the
+// initial cluster config. `coordinator server` and `coordinator dev` are
+// thin flag layers over Run.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/atom-sched/atom/coordinator/api"
+	"github.com/atom-sched/atom/coordinator/local"
+	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Config configures one coordinator process.
+type Config struct {
+	Server server.Config // ID, RaftAddr, DataDir, Bootstrap, Join (HTTP URLs), timings
+	// HTTPAddr is the host:port the API listens on (port 0: any free port).
+	HTTPAddr string
+	// Advertise is the URL other servers and tasks use to reach this one;
+	// derived from the listener when empty.
+	Advertise string
+	// Peers maps every server's ID to its HTTP URL (for forwarding to the
+	// leader). This server is added automatically.
+	Peers map[string]string
+	// Secret authenticates servers to each other; required with peers.
+	Secret string
+	Tokens api.TokenFile
+	// Cluster, if set, is applied once a leader exists: clusters, pools,
+	// nodes and quotas (upserts, so applying it again changes nothing).
+	Cluster *structs.ClusterConfig
+	// WorkDir holds the local backend's task directories; default
+	// DataDir/work. Empty Backend means "local".
+	WorkDir string
+	Logger  *slog.Logger
+}
+
+// Daemon is a running coordinator process.
+type Daemon struct {
+	Server  *server.Server
+	URL     string // this server's API
+	httpSrv *http.Server
+	backend *LocalBackend
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// Start brings a coordinator up and returns once it serves HTTP.
+func Start(cfg Config) (*Daemon, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg.Server.Logger = log
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	}
+	url := cfg.Advertise
+	if url == "" {
+		url = "http://" + ln.Addr().String()
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	if len(cfg.Server.Join) > 0 {
+		cfg.Server.JoinFunc = join(client, cfg.Secret)
+	}
+	srv, err := server.New(cfg.Server)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	peers := map[string]string{cfg.Server.ID: url}
+	for id, u := range cfg.Peers {
+		peers[id] = u
+	}
+	fw := &forwarder{srv: srv, peers: peers, secret: cfg.Secret, client: client}
+	srv.SetForward(func(leaderID, _ string, id structs.TaskID, token string, ev state.TaskEvent) error {
+		u, ok := peers[leaderID]
+		if !ok {
+			return fmt.Errorf("no HTTP address for leader %s", leaderID)
+		}
+		return forwardHeartbeat(client, u, id, token, ev)
+	})
+
+	workDir := cfg.WorkDir
+	if workDir == "" {
+		workDir = filepath.Join(cfg.Server.DataDir, "work")
+	}
+	run, err := local.New(local.Config{Dir: workDir})
+	if err != nil {
+		_ = srv.Shutdown()
+		ln.Close()
+		return nil, err
+	}
+	ttl := cfg.Server.HeartbeatTTL
+	if ttl <= 0 {
+		ttl = server.DefaultHeartbeatTTL
+	}
+	lb := NewLocalBackend(run, srv, url, ttl/3, log)
+	srv.SetBackend(lb)
+
+	mux := http.NewServeMux()
+	fw.internal(mux)
+	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics()}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", "err", err)
+		}
+	}()
+	if cfg.Cluster != nil {
+		go applyCluster(ctx, fw, cfg.Cluster, log)
+	}
+	log.Info("coordinator serving", "id", cfg.Server.ID, "api", url, "raft", srv.RaftAddr())
+	return d, nil
+}
+
+// Close stops serving, stops the tasks this process runs and shuts Raft
+// down.
+func (d *Daemon) Close() error {
+	d.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = d.httpSrv.Shutdown(ctx)
+	<-d.done
+	err := d.Server.Shutdown()
+	d.backend.Close()
+	return err
+}
+
+// applyCluster upserts the cluster config through whoever leads, retrying
+// until it is in.
+func applyCluster(ctx context.Context, fw *forwarder, c *structs.ClusterConfig, log *slog.Logger) {
+	var cmds []state.Command
+	for i := range c.Clusters {
+		cmds = append(cmds, &state.ClusterUpsert{Cluster: &c.Clusters[i]})
+	}
+	for i := range c.Pools {
+		cmds = append(cmds, &state.PoolUpsert{Pool: &c.Pools[i]})
+	}
+	for i := range c.Nodes {
+		cmds = append(cmds, &state.NodeUpsert{Node: &c.Nodes[i]})
+	}
+	for i := range c.Quotas {
+		cmds = append(cmds, &state.QuotaSet{Quota: &c.Quotas[i]})
+	}
+	for _, cmd := range cmds {
+		for {
+			_, err := fw.Apply(ctx, cmd)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			var remote *remoteError
+			if errors.As(err, &remote) || errors.Is(err, state.ErrInvalid) {
+				log.Error("cluster config refused", "command", fmt.Sprintf("%T", cmd), "err", err)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	log.Info("cluster config applied", "clusters", len(c.Clusters), "pools", len(c.Pools), "nodes", len(c.Nodes), "quotas", len(c.Quotas))
+}

@@ -1,0 +1,296 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Servers talk to each other over the same HTTP listener as the API, on
+// paths under /internal/v1/, authenticated by a secret every server of the
+// cluster shares (never a user or allocation token).
+const (
+	pathApply = "/internal/v1/apply"
+	pathWhy   = "/internal/v1/why/"
+	pathJoin  = "/internal/v1/join"
+)
+
+// forwarder is the api.Store over a server: writes that reach a follower
+// are forwarded to the leader, as are why-pending lookups (the reasons
+// live in the leader's memory).
+type forwarder struct {
+	srv    *server.Server
+	peers  map[string]string // server ID -> HTTP base URL
+	secret string
+	client *http.Client
+}
+
+func (f *forwarder) Read(fn func(*state.State)) { f.srv.Read(fn) }
+
+func (f *forwarder) Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error {
+	return f.srv.Heartbeat(id, token, ev)
+}
+
+// Apply commits c on this server if it leads, else on the leader.
+func (f *forwarder) Apply(ctx context.Context, c state.Command) (any, error) {
+	res, err := f.srv.Apply(ctx, c)
+	var nl *server.NotLeaderError
+	if !errors.As(err, &nl) {
+		return res, err
+	}
+	url, ok := f.peers[nl.LeaderID]
+	if !ok || nl.LeaderID == "" {
+		return nil, err // no leader known: 503, retry
+	}
+	body, encErr := state.Encode(c)
+	if encErr != nil {
+		return nil, encErr
+	}
+	var out applyReply
+	if err := f.post(ctx, url+pathApply, body, &out); err != nil {
+		return nil, fmt.Errorf("forward to leader %s: %w", nl.LeaderID, err)
+	}
+	return out.decode(c)
+}
+
+// Why asks the leader for its reasons.
+func (f *forwarder) Why(id structs.JobID) *sched.Why {
+	if f.srv.IsLeader() {
+		return f.srv.Why(id)
+	}
+	lid, _ := f.srv.Leader()
+	url, ok := f.peers[lid]
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+pathWhy+string(id), nil)
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Authorization", "Bearer "+f.secret)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var w *sched.Why
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&w) != nil {
+		return nil
+	}
+	return w
+}
+
+func (f *forwarder) post(ctx context.Context, url string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+f.secret)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
+	}
+	return json.Unmarshal(b, out)
+}
+
+// applyReply carries a command's result and domain error between servers.
+type applyReply struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Err    *wireError      `json:"error,omitempty"`
+}
+
+// wireError is a domain error with the kind the API maps to a status.
+type wireError struct {
+	Kind  string                `json:"kind"` // notFound, exists, invalid, quota, unsatisfiable, notAllowed, other
+	Msg   string                `json:"msg"`
+	Quota *sched.QuotaShortfall `json:"quota,omitempty"`
+	Why   *sched.Why            `json:"why,omitempty"`
+}
+
+// remoteError is a domain error that happened on the leader.
+type remoteError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.sentinel }
+
+func toWire(err error) *wireError {
+	w := &wireError{Kind: "other", Msg: err.Error()}
+	var qe *sched.QuotaError
+	var ue *sched.UnsatisfiableError
+	switch {
+	case errors.As(err, &qe):
+		w.Kind, w.Quota = "quota", &qe.QuotaShortfall
+	case errors.As(err, &ue):
+		w.Kind, w.Why = "unsatisfiable", ue.Why
+	case errors.Is(err, sched.ErrUnsatisfiable):
+		w.Kind = "unsatisfiable"
+	case errors.Is(err, sched.ErrNotAllowed):
+		w.Kind = "notAllowed"
+	case errors.Is(err, state.ErrNotFound):
+		w.Kind = "notFound"
+	case errors.Is(err, state.ErrExists):
+		w.Kind = "exists"
+	case errors.Is(err, state.ErrInvalid):
+		w.Kind = "invalid"
+	}
+	return w
+}
+
+func (w *wireError) err() error {
+	switch w.Kind {
+	case "quota":
+		if w.Quota != nil {
+			return &sched.QuotaError{QuotaShortfall: *w.Quota}
+		}
+		return &remoteError{w.Msg, sched.ErrQuotaExceeded}
+	case "unsatisfiable":
+		if w.Why != nil {
+			return &sched.UnsatisfiableError{Why: w.Why}
+		}
+		return &remoteError{w.Msg, sched.ErrUnsatisfiable}
+	case "notAllowed":
+		return &remoteError{w.Msg, sched.ErrNotAllowed}
+	case "notFound":
+		return &remoteError{w.Msg, state.ErrNotFound}
+	case "exists":
+		return &remoteError{w.Msg, state.ErrExists}
+	case "invalid":
+		return &remoteError{w.Msg, state.ErrInvalid}
+	}
+	return errors.New(w.Msg) // the API answers 503: outcome unknown
+}
+
+// decode turns the reply into c's result type and error.
+func (r *applyReply) decode(c state.Command) (any, error) {
+	if r.Err != nil {
+		return nil, r.Err.err()
+	}
+	if len(r.Result) == 0 || string(r.Result) == "null" {
+		return nil, nil
+	}
+	var v any
+	switch c.(type) {
+	case *state.JobSubmit:
+		v = &state.SubmitResult{}
+	case *state.PlanCommit:
+		v = &state.CommitResult{}
+	case *state.JobsExpire:
+		v = &state.ExpireResult{}
+	default:
+		return nil, nil
+	}
+	if err := json.Unmarshal(r.Result, v); err != nil {
+		return nil, fmt.Errorf("decode leader reply: %w", err)
+	}
+	switch x := v.(type) {
+	case *state.SubmitResult:
+		return *x, nil
+	case *state.CommitResult:
+		return *x, nil
+	case *state.ExpireResult:
+		return *x, nil
+	}
+	return nil, nil
+}
+
+// internal serves the server-to-server endpoints.
+func (f *forwarder) internal(mux *http.ServeMux) {
+	auth := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			got := r.Header.Get("Authorization")
+			if f.secret == "" || subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+f.secret)) != 1 {
+				http.Error(w, `{"error":"this endpoint is for coordinator servers only"}`, http.StatusUnauthorized)
+				return
+			}
+			h(w, r)
+		}
+	}
+	mux.HandleFunc("POST "+pathApply, auth(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		c, err := state.Decode(b)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		res, err := f.srv.Apply(r.Context(), c)
+		var reply applyReply
+		if err != nil {
+			var nl *server.NotLeaderError
+			if errors.As(err, &nl) || errors.Is(err, server.ErrOutcomeUnknown) {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			reply.Err = toWire(err)
+		} else if res != nil {
+			reply.Result, _ = json.Marshal(res)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(reply)
+	}))
+	mux.HandleFunc("GET "+pathWhy+"{id}", auth(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(f.srv.Why(structs.JobID(r.PathValue("id"))))
+	}))
+	mux.HandleFunc("POST "+pathJoin, auth(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ ID, RaftAddr string }
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil || req.ID == "" || req.RaftAddr == "" {
+			http.Error(w, `{"error":"join needs {ID, RaftAddr}"}`, http.StatusBadRequest)
+			return
+		}
+		if err := f.srv.AddVoter(req.ID, req.RaftAddr); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+}
+
+// join asks the server at base (an HTTP URL) to add this one as a voter.
+func join(client *http.Client, secret string) func(ctx context.Context, base, id, raftAddr string) error {
+	return func(ctx context.Context, base, id, raftAddr string) error {
+		body, _ := json.Marshal(map[string]string{"ID": id, "RaftAddr": raftAddr})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+pathJoin, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			return fmt.Errorf("join via %s: %s: %s", base, resp.Status, bytes.TrimSpace(b))
+		}
+		return nil
+	}
+}

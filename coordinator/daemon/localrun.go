@@ -1,0 +1,174 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/atom-sched/atom/coordinator/local"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Heartbeater is where the local backend reports its processes (the
+// server's Heartbeat).
+type Heartbeater interface {
+	Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error
+}
+
+// LocalBackend runs tasks as local processes (coordinator/local) for the
+// server, and reports for them: Started is Running, an exit is Succeeded
+// or Failed with its code, and a live process is a heartbeat. Until the
+// atom agent runs inside each task (and heartbeats itself), the process's
+// own life is its liveness.
+type LocalBackend struct {
+	run   *local.Backend
+	hb    Heartbeater
+	addr  string // the coordinator's HTTP address tasks are told
+	every time.Duration
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	tokens map[structs.TaskID]string
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// NewLocalBackend starts the reporting loops over run. every is the
+// heartbeat period (a third of the heartbeat TTL is a good value).
+func NewLocalBackend(run *local.Backend, hb Heartbeater, httpAddr string, every time.Duration, log *slog.Logger) *LocalBackend {
+	b := &LocalBackend{run: run, hb: hb, addr: httpAddr, every: every, log: log,
+		tokens: map[structs.TaskID]string{}, done: make(chan struct{})}
+	b.wg.Add(2)
+	go b.pump()
+	go b.beat()
+	return b
+}
+
+// Start launches task's process: the job's command and args, its env, and
+// atom's ATOM_* variables. Starting a started task does nothing.
+func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) error {
+	cmd := append(append([]string(nil), j.Command...), j.Args...)
+	b.mu.Lock()
+	b.tokens[t.ID] = token
+	b.mu.Unlock()
+	if len(cmd) == 0 {
+		return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127,
+			Message: "the job has no command: give command (and args) in its spec"})
+	}
+	env := map[string]string{}
+	for k, v := range j.Env {
+		env[k] = v
+	}
+	for k, v := range TaskEnv(t, j, b.addr, token) {
+		env[k] = v
+	}
+	return b.run.Start(context.Background(), local.Launch{TaskID: string(t.ID), JobID: string(j.ID), Attempt: t.Attempt, Command: cmd, Env: env})
+}
+
+// TaskEnv is the environment atom reads its allocation from.
+func TaskEnv(t *structs.Task, j *structs.Job, addr, token string) map[string]string {
+	var accels []string
+	for _, i := range t.Accels.Indices() {
+		accels = append(accels, strconv.Itoa(i))
+	}
+	return map[string]string{
+		"ATOM_COORDINATOR":  addr,
+		"ATOM_JOB_ID":       string(j.ID),
+		"ATOM_JOB_KIND":     string(j.Kind),
+		"ATOM_TASK_ID":      string(t.ID),
+		"ATOM_TOKEN":        token,
+		"ATOM_REPLICA":      strconv.Itoa(t.Index),
+		"ATOM_REPLICAS":     strconv.Itoa(j.ShapeAt(j.Shape).Replicas),
+		"ATOM_ATTEMPT":      strconv.Itoa(t.Attempt),
+		"ATOM_NODE":         string(t.Node),
+		"ATOM_ACCEL_TYPE":   t.Resources.AccelType,
+		"ATOM_ACCELERATORS": strings.Join(accels, ","),
+		"ATOM_CPU_MILLI":    strconv.FormatInt(t.Resources.MilliCPU, 10),
+		"ATOM_MEMORY_BYTES": strconv.FormatInt(t.Resources.Memory, 10),
+	}
+}
+
+// Stop stops task id's process: SIGTERM, then SIGKILL after grace.
+func (b *LocalBackend) Stop(id structs.TaskID, grace time.Duration) error {
+	return b.run.Stop(string(id), grace)
+}
+
+// Close stops every process and the reporting loops.
+func (b *LocalBackend) Close() {
+	close(b.done)
+	b.run.Close()
+	b.wg.Wait()
+}
+
+func (b *LocalBackend) token(id structs.TaskID) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tokens[id]
+}
+
+func (b *LocalBackend) report(id structs.TaskID, ev state.TaskEvent) error {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	if err := b.hb.Heartbeat(id, b.token(id), ev); err != nil {
+		return fmt.Errorf("report task %s %s: %w", id, ev.State, err)
+	}
+	return nil
+}
+
+// pump turns process events into task reports.
+func (b *LocalBackend) pump() {
+	defer b.wg.Done()
+	for e := range b.run.Events() {
+		id := structs.TaskID(e.TaskID)
+		ev := state.TaskEvent{Time: e.Time}
+		switch e.Kind {
+		case local.EventKindStarted:
+			ev.State = structs.TaskRunning
+		case local.EventKindExited:
+			ev.State, ev.ExitCode = structs.TaskSucceeded, e.ExitCode
+			if e.ExitCode != 0 {
+				ev.State = structs.TaskFailed
+				if e.Signal != "" {
+					ev.Message = "killed by SIG" + e.Signal
+				}
+			}
+		case local.EventKindStartFailed:
+			ev.State, ev.ExitCode, ev.Message = structs.TaskFailed, 127, e.Err
+		default:
+			continue
+		}
+		if err := b.report(id, ev); err != nil {
+			b.log.Warn("task report failed", "task", id, "err", err)
+		}
+		if ev.State != structs.TaskRunning {
+			b.mu.Lock()
+			delete(b.tokens, id)
+			b.mu.Unlock()
+		}
+	}
+}
+
+// beat heartbeats every live process.
+func (b *LocalBackend) beat() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.done:
+			return
+		case <-t.C:
+		}
+		for _, id := range b.run.Running() {
+			if err := b.report(structs.TaskID(id), state.TaskEvent{}); err != nil {
+				b.log.Debug("heartbeat failed", "task", id, "err", err)
+			}
+		}
+	}
+}
