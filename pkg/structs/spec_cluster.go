@@ -32,7 +32,8 @@ type QuotaSpec struct {
 //	tags: {A100: "", fabric: ib}
 //	taints: [{key: maint, value: "true", effect: NoSchedule}]
 //
-// A node has at most one accelerator type. cpuPerAccelerator and
+// A node has at most one accelerator type, and has accelerators or edge
+// devices, not both. cpuPerAccelerator and
 // memoryPerAccelerator set the share bound to each accelerator (default:
 // capacity / count); share × count may not exceed the capacity.
 type NodeSpec struct {
@@ -207,6 +208,11 @@ func (s *NodeSpec) convert(p string) (*Node, error) {
 		return nil, err
 	}
 	if len(s.Devices) > 0 {
+		if s.Accelerators != nil {
+			// The scheduler treats such a node as an accelerator node, where
+			// edge jobs never go: the devices could never be used.
+			return nil, &FieldError{Field: at(p, "devices"), Msg: "are not allowed with accelerators: a node has accelerators or edge devices, not both"}
+		}
 		c.Devices = make(map[string]int64, len(s.Devices))
 		for _, t := range sortedKeys(s.Devices) {
 			if err := ValidateTypeName(at(p, "devices"), t); err != nil {

@@ -32,7 +32,7 @@ func TestQuotaSpecRejects(t *testing.T) {
 		{"negative cpu", "scope: user:u2\nlimits: {cpu: -1}", `limits["cpu"] "-1" is not allowed: use 0 or more`},
 		{"fractional gpu", "scope: user:u2\nlimits: {gpu: 0.5}", `limits["gpu"] "0.5" is not allowed: use whole units`},
 		{"overflowing memory", "scope: user:u2\nlimits: {memory: 16Ei}", `limits["memory"] "16Ei" is not allowed: it overflows 64 bits`},
-		{"NaN", "scope: user:u2\nlimits: {cpu: .nan}", `limits["cpu"] "NaN" is not allowed`},
+		{"NaN", "scope: user:u2\nlimits: {cpu: .nan}", `limits["cpu"] NaN is not allowed: use a finite number`},
 		{"bad key", "scope: user:u2\nlimits: {gpu/: 1}", `limits "gpu/" is not allowed: use cpu, memory, gpu, gpu/<type> or device/<type>`},
 		{"bad scope", "scope: bob\nlimits: {cpu: 1}", `scope "bob" is not allowed: use user:<name> or project:<name>`},
 		{"empty scope", "limits: {cpu: 1}", `scope "" is not allowed`},

@@ -1,6 +1,8 @@
 package structs
 
 import (
+	"fmt"
+	"math/big"
 	"reflect"
 	"regexp"
 	"strings"
@@ -13,6 +15,7 @@ import (
 const (
 	MaxReplicas       = 10000
 	MaxMaxPreemptions = 1000
+	MaxFallbacks      = 16 // rungs on a job's pending ladder
 	DefaultCachePath  = "/mnt/cache"
 )
 
@@ -26,9 +29,17 @@ const (
 //	fallbacks: [{replicas: 4, accelerators: {count: 4}}]
 //	downgradeAfter: 10m
 //
-// Quantities use Kubernetes syntax (cpu "500m" or 4; memory "944Gi");
-// durations use Go syntax ("30m"). Decode it with ParseJobSpec, which refuses
-// unknown fields; convert it with ToJob.
+// The fallback runs 4 replicas of 4 A100s with 24 cores and 256Gi each: a
+// fallback that changes the accelerators per replica scales the job's
+// per-replica cpu and memory with them, unless it gives its own cpu or
+// memory (see FallbackSpec).
+//
+// A spec is one YAML 1.2 or JSON document (see spec_decode.go): string
+// fields take values as written (name: on is "on", not "true"), and numbers
+// are decimal (replicas: 010 is 10; 0x10 is refused). Quantities use
+// Kubernetes syntax (cpu "500m" or 4; memory "944Gi"); durations use Go
+// syntax ("30m"). Decode it with ParseJobSpec, which refuses unknown fields;
+// convert it with ToJob.
 type JobSpec struct {
 	// Kind is mpi, spark, service, command or a plugin's kind (a DNS label).
 	Kind     JobKind           `json:"kind"`
@@ -80,12 +91,18 @@ type AcceleratorSpec struct {
 }
 
 // FallbackSpec is one rung of the pending ladder: the job's shape with
-// replicas and/or accelerators changed. Omitted fields (and an omitted
-// accelerator type or count) keep the job's own.
+// replicas, accelerators, cpu and/or memory changed. Omitted fields (and an
+// omitted accelerator type or count) keep the job's own, except that when a
+// fallback changes the accelerators per replica, the job's per-replica cpu
+// and memory are scaled by new count / old count (rounded up to whole
+// millicores and bytes): cpu: 48 on 8 accelerators becomes 12 on 2. Give
+// cpu or memory in the fallback to set them instead.
 //
-// A fallback never asks for more in total than the job (replicas ×
-// accelerators, or replicas for jobs without accelerators) and must differ
-// from the job and from earlier fallbacks. Per kind:
+// A job has at most MaxFallbacks fallbacks. A fallback never asks for more
+// in total than the job (replicas × accelerators, or replicas for jobs
+// without accelerators; for jobs without accelerators, also replicas × the
+// cpu and memory the fallback gives) and must differ from the job and from
+// earlier fallbacks. Per kind:
 //   - mpi keeps replicas × accelerators (its world size): it may change the
 //     accelerator type or trade accelerators per replica for replicas;
 //   - service keeps at least its replicas (minAvailable is how a service
@@ -94,6 +111,8 @@ type AcceleratorSpec struct {
 type FallbackSpec struct {
 	Replicas     *int64           `json:"replicas,omitempty"`
 	Accelerators *AcceleratorSpec `json:"accelerators,omitempty"`
+	CPU          Quantity         `json:"cpu,omitempty"`    // per replica; default: the job's, scaled
+	Memory       Quantity         `json:"memory,omitempty"` // per replica; default: the job's, scaled
 }
 
 // CacheSpec mounts the cluster's Redis-FUSE dataset cache.
@@ -137,6 +156,10 @@ func (s *JobSpec) ToJob(owner UserID) (*Job, error) {
 
 // convert is ToJob without the owner: every check lives here.
 func (s *JobSpec) convert() (*Job, error) {
+	// Bounded first, so that nothing below walks a long list.
+	if len(s.Fallbacks) > MaxFallbacks {
+		return nil, &FieldError{Field: "fallbacks", Msg: fmt.Sprintf("has %d entries: at most %d are allowed", len(s.Fallbacks), MaxFallbacks)}
+	}
 	if err := checkText(reflect.ValueOf(s).Elem(), "", false); err != nil {
 		return nil, err
 	}
@@ -346,7 +369,8 @@ func (s *JobSpec) placement(j *Job) error {
 	return nil
 }
 
-// ladder converts the fallback shapes; see FallbackSpec for the rules.
+// ladder converts the fallback shapes; see FallbackSpec for the rules. It
+// is linear in the number of fallbacks, which convert bounds by MaxFallbacks.
 func (s *JobSpec) ladder(j *Job) error {
 	main := j.ShapeAt(0)
 	total := func(sh Shape) int64 {
@@ -355,7 +379,7 @@ func (s *JobSpec) ladder(j *Job) error {
 		}
 		return int64(sh.Replicas)
 	}
-	seen := []Shape{main}
+	seen := map[shapeKey]int{keyOf(main): 0} // shape -> index in [job, fallbacks...]
 	for i, f := range s.Fallbacks {
 		field := idx("fallbacks", i)
 		sh := Shape{Replicas: main.Replicas, Resources: main.Resources}
@@ -382,16 +406,20 @@ func (s *JobSpec) ladder(j *Job) error {
 				return err
 			}
 		}
-		for k, prev := range seen {
-			if sameShape(sh, prev) {
-				what := "the job's own shape"
-				if k > 0 {
-					what = idx("fallbacks", k-1)
-				}
-				return &FieldError{Field: field, Msg: "is identical to " + what + ": a fallback must change replicas or accelerators"}
-			}
-		}
 		n := int64(sh.Replicas)
+		if err := fallbackCPUMemory(field, f, main, &sh); err != nil {
+			return err
+		}
+		if sh.Resources.IsZero() {
+			return &FieldError{Field: field, Msg: "asks for nothing: a replica must ask for cpu, memory, accelerators or devices"}
+		}
+		if k, ok := seen[keyOf(sh)]; ok {
+			what := "the job's own shape"
+			if k > 0 {
+				what = idx("fallbacks", k-1)
+			}
+			return &FieldError{Field: field, Msg: "is identical to " + what + ": a fallback must change replicas, accelerators, cpu or memory"}
+		}
 		if total(sh) > total(main) {
 			unit := "replicas"
 			if main.Resources.Accels > 0 {
@@ -405,20 +433,85 @@ func (s *JobSpec) ladder(j *Job) error {
 		case s.Kind == KindService && sh.Replicas < main.Replicas:
 			return bad(field+".replicas", n, "services keep at least their %d replicas: minAvailable lets them start with fewer", main.Replicas)
 		}
-		for _, per := range []int64{sh.Resources.MilliCPU, sh.Resources.Memory} {
-			if err := noOverflow(field+".replicas", n, per, n); err != nil {
-				return err
+		if main.Resources.Accels == 0 {
+			// Jobs without accelerators are charged cpu and memory.
+			m := int64(main.Replicas)
+			if f.CPU != "" && n*sh.Resources.MilliCPU > m*main.Resources.MilliCPU {
+				return bad(field+".cpu", f.CPU, "%d replicas make %s cores in total, more than the job's %s: a fallback asks for no more",
+					n, FormatMilliCPU(n*sh.Resources.MilliCPU), FormatMilliCPU(m*main.Resources.MilliCPU))
+			}
+			if f.Memory != "" && n*sh.Resources.Memory > m*main.Resources.Memory {
+				return bad(field+".memory", f.Memory, "%d replicas make %s in total, more than the job's %s: a fallback asks for no more",
+					n, FormatBytes(n*sh.Resources.Memory), FormatBytes(m*main.Resources.Memory))
 			}
 		}
-		seen = append(seen, sh)
+		seen[keyOf(sh)] = i + 1
 		j.Fallbacks = append(j.Fallbacks, sh)
 	}
 	return nil
 }
 
-// sameShape compares what a fallback may change.
-func sameShape(a, b Shape) bool {
-	return a.Replicas == b.Replicas && a.Resources.AccelType == b.Resources.AccelType && a.Resources.Accels == b.Resources.Accels
+// fallbackCPUMemory sets a fallback's per-replica cpu and memory: as the
+// fallback gives them, else the job's scaled by the change in accelerators
+// per replica (rounded up), and checks that its replicas' total fits in int64.
+func fallbackCPUMemory(field string, f FallbackSpec, main Shape, sh *Shape) error {
+	n := int64(sh.Replicas)
+	r := &sh.Resources
+	for _, q := range []struct {
+		name    string
+		given   Quantity
+		perUnit int64
+		unit    string
+		job     int64
+		out     *int64
+	}{
+		{"cpu", f.CPU, 1000, "millicores", main.Resources.MilliCPU, &r.MilliCPU},
+		{"memory", f.Memory, 1, "bytes", main.Resources.Memory, &r.Memory},
+	} {
+		if q.given != "" {
+			v, err := unitValue(field+"."+q.name, q.given, q.perUnit, q.unit)
+			if err != nil {
+				return err
+			}
+			if err := noOverflow(field+"."+q.name, q.given, v, n); err != nil {
+				return err
+			}
+			*q.out = v
+			continue
+		}
+		v := q.job
+		if r.Accels != main.Resources.Accels {
+			var ok bool
+			if v, ok = scaleUp(q.job, r.Accels, main.Resources.Accels); !ok {
+				return bad(field+".accelerators.count", r.Accels, "it scales the job's %s per replica beyond 64 bits: give %s explicitly", q.name, field+"."+q.name)
+			}
+		}
+		if err := noOverflow(field+".replicas", n, v, n); err != nil {
+			return err
+		}
+		*q.out = v
+	}
+	return nil
+}
+
+// scaleUp returns ceil(v × num / den) and whether it fits in an int64.
+func scaleUp(v, num, den int64) (int64, bool) {
+	x := new(big.Int).Mul(big.NewInt(v), big.NewInt(num))
+	x.Add(x, big.NewInt(den-1))
+	x.Quo(x, big.NewInt(den))
+	return x.Int64(), x.IsInt64()
+}
+
+// shapeKey is what tells fallback shapes apart.
+type shapeKey struct {
+	replicas         int
+	accelType        string
+	accels, cpu, mem int64
+}
+
+func keyOf(sh Shape) shapeKey {
+	r := sh.Resources
+	return shapeKey{sh.Replicas, r.AccelType, r.Accels, r.MilliCPU, r.Memory}
 }
 
 // lifecycle sets timeouts, the restart policy and the preemption limit.
