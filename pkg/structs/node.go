@@ -37,7 +37,7 @@ type Node struct {
 	QuarantinedAccels []int `json:"quarantinedAccels,omitempty"`
 
 	Tags   map[string]string `json:"tags,omitempty"` // labels; a bare tag "A100" is key "A100" with value ""
-	Taints []corev1.Taint     `json:"taints,omitempty"`
+	Taints []corev1.Taint    `json:"taints,omitempty"`
 }
 
 // PoolName returns the node's pool, mapping "" to PublicPool.
