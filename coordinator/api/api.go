@@ -79,6 +79,8 @@ type Config struct {
 	// Metrics, if set, is served at /metrics (to any user token) and
 	// receives the API's own request metrics.
 	Metrics *prometheus.Registry
+	// Logs, if set, serves GET /v1/jobs/{id}/logs.
+	Logs LogSource
 }
 
 // Bounds on request bodies other than specs (specs may have
@@ -88,7 +90,7 @@ const maxSmallBody = 64 << 10
 // New returns the API handler over store. cfg.Tokens should come from
 // LoadTokens or ParseTokens, which validate it.
 func New(store Store, cfg Config) http.Handler {
-	s := &server{store: store, clock: cfg.Clock, newID: cfg.NewID, mux: http.NewServeMux(),
+	s := &server{store: store, clock: cfg.Clock, newID: cfg.NewID, mux: http.NewServeMux(), logs: cfg.Logs,
 		users: map[[sha256.Size]byte]*User{}}
 	if s.clock == nil {
 		s.clock = time.Now
@@ -119,6 +121,7 @@ func (s *server) routes(reg *prometheus.Registry) {
 	s.handle("GET /v1/jobs", authUser, s.listJobs)
 	s.handle("GET /v1/jobs/{id}", authUser, s.getJob)
 	s.handle("GET /v1/jobs/{id}/why", authUser, s.whyJob)
+	s.handle("GET /v1/jobs/{id}/logs", authUser, s.jobLogs)
 	s.handle("POST /v1/jobs/{id}/cancel", authUser, s.cancelJob)
 	s.handle("POST /v1/jobs/{id}/scale", authUser, s.scaleJob)
 
@@ -177,6 +180,7 @@ type server struct {
 	mux     *http.ServeMux
 	users   map[[sha256.Size]byte]*User // by token hash; read-only after New
 	metrics *metrics                    // nil without a registry
+	logs    LogSource                   // nil: no logs kept here
 }
 
 // ServeHTTP routes r. Requests no route takes get a JSON 404 or 405.

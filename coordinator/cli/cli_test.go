@@ -136,7 +136,7 @@ func TestJobCommands(t *testing.T) {
 	assert.EqualError(t, err, "usage: coordinator job status ID")
 	assert.Equal(t, 2, ExitCode(err))
 	_, err = run(t, e, "u1", "job", "logs", "web-00001")
-	assert.ErrorContains(t, err, "logs come with the atom agent")
+	assert.ErrorContains(t, err, "this coordinator keeps no task logs")
 	assert.Equal(t, 1, ExitCode(err))
 	_, err = run(t, e, "u1", "job", "status", "web-00001", "-o", "json")
 	assert.EqualError(t, err, "usage: coordinator job status ID: flags go before the arguments, as in coordinator job status -o json ID")

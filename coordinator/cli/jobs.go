@@ -51,7 +51,11 @@ func jobCommand() *cli.Command {
 			{Name: "status", Usage: "show a job and its tasks", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobStatus},
 			{Name: "why", Usage: "say why a job is pending", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobWhy},
 			{Name: "cancel", Usage: "cancel a job", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobCancel},
-			{Name: "logs", Usage: "show a job's output (not available yet)", ArgsUsage: "ID", Action: jobLogs},
+			{Name: "logs", Usage: "show a job's output (stdout and stderr of its tasks)", ArgsUsage: "ID", Action: jobLogs,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep streaming until the task ends (needs one task: --task, or a one-replica job)"},
+					&cli.StringFlag{Name: "task", Usage: "only this task's output"},
+				}},
 		},
 	}
 }
@@ -293,10 +297,24 @@ func jobCancel(c *cli.Context) error {
 }
 
 func jobLogs(c *cli.Context) error {
-	if _, err := args(c, "ID"); err != nil {
+	a, err := args(c, "ID")
+	if err != nil {
 		return err
 	}
-	return cli.Exit("job logs is not available yet: logs come with the atom agent, which captures each task's output (issue 4)", 1)
+	cl := newClient(c)
+	ctx := c.Context
+	task := structs.TaskID(c.String("task"))
+	if c.Bool("follow") && task == "" {
+		st, err := cl.Job(ctx, structs.JobID(a[0]))
+		if err != nil {
+			return err
+		}
+		if len(st.Tasks) != 1 {
+			return usagef("job logs -f: job %s has %d tasks: pick one with --task", a[0], len(st.Tasks))
+		}
+		task = st.Tasks[0].ID
+	}
+	return cl.Logs(ctx, structs.JobID(a[0]), task, c.Bool("follow"), c.App.Writer)
 }
 
 func serviceScale(c *cli.Context) error {

@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"log/slog"
 	"net"
 	"net/http"
@@ -110,7 +113,14 @@ func Start(cfg Config) (*Daemon, error) {
 
 	mux := http.NewServeMux()
 	fw.internal(mux)
-	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics()}))
+	logs := func(id structs.TaskID) (io.ReadCloser, error) {
+		p := run.LogPath(string(id))
+		if p == "" {
+			return nil, fs.ErrNotExist
+		}
+		return os.Open(p)
+	}
+	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: logs}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, cancel: cancel, done: make(chan struct{})}

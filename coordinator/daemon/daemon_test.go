@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ func TestDevRunsAJobToSucceeded(t *testing.T) {
 
 	c := client.New(d.URL, adminToken)
 	ctx := context.Background()
-	spec := []byte("kind: command\nname: hello\ncommand: [sh, -c, 'echo hi from $ATOM_TASK_ID > out.txt']\nresources: {cpu: 1, memory: 1Gi}\n")
+	spec := []byte("kind: command\nname: hello\ncommand: [sh, -c, 'echo hi from $ATOM_TASK_ID > out.txt; echo to stdout; echo to stderr >&2']\nresources: {cpu: 1, memory: 1Gi}\n")
 	var sub string
 	require.Eventually(t, func() bool { // the cluster config lands right after start
 		r, err := c.SubmitJob(ctx, spec, "req-1")
@@ -81,6 +82,9 @@ func TestDevRunsAJobToSucceeded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprintf("hi from %s\n", task.ID), string(out))
 	assert.Equal(t, structs.TaskSucceeded, task.State)
+	var logs strings.Builder
+	require.NoError(t, c.Logs(ctx, structs.JobID(sub), "", false, &logs))
+	assert.Equal(t, "to stdout\nto stderr\n", logs.String())
 
 	// A failing command ends Failed with its exit code.
 	r, err := c.SubmitJob(ctx, []byte("kind: command\nname: boom\ncommand: [sh, -c, 'exit 3']\nresources: {cpu: 1, memory: 1Gi}\n"), "req-2")

@@ -1,0 +1,60 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Logs streams the output of job id's tasks (task "" for all) to w; with
+// follow it keeps streaming one task's output until the task ends or ctx
+// is done.
+func (c *Client) Logs(ctx context.Context, id structs.JobID, task structs.TaskID, follow bool, w io.Writer) error {
+	q := url.Values{}
+	if task != "" {
+		q.Set("task", string(task))
+	}
+	if follow {
+		q.Set("follow", "true")
+	}
+	u := c.addr + "/v1/jobs/" + seg(string(id)) + "/logs"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("coordinator %s did not answer GET logs: %w", c.addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		var we wire.Error
+		if json.Unmarshal(data, &we) != nil || we.Error == "" {
+			we.Error = strings.TrimSpace(string(data))
+		}
+		return &Error{Status: resp.StatusCode, Message: we.Error}
+	}
+	_, err = io.Copy(w, resp.Body)
+	if ctx.Err() != nil {
+		return nil // the caller stopped following
+	}
+	return err
+}
