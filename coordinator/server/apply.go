@@ -49,6 +49,25 @@ func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
 // a *NotLeaderError. Lost leadership while c is in flight, a shutdown, or
 // ctx ending before the commit returns an error wrapping ErrOutcomeUnknown.
 func (s *Server) Apply(ctx context.Context, c state.Command) (any, error) {
+	p, err := s.start(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return p.wait(ctx)
+}
+
+// pending is a command handed to Raft whose outcome is not known yet.
+type pending struct {
+	s     *Server
+	name  string
+	start time.Time
+	f     raft.ApplyFuture
+}
+
+// start encodes c and hands it to Raft without waiting, so that a caller
+// can pipeline several commands; their order in the log is the order of
+// the start calls (from one goroutine).
+func (s *Server) start(ctx context.Context, c state.Command) (*pending, error) {
 	if s.raft.State() != raft.Leader {
 		return nil, s.notLeader()
 	}
@@ -62,16 +81,18 @@ func (s *Server) Apply(ctx context.Context, c state.Command) (any, error) {
 			return nil, ctx.Err()
 		}
 	}
-	name := commandName(c)
-	start := time.Now()
-	f := s.raft.Apply(b, enqueue)
-	if err := s.wait(ctx, f); err != nil {
-		return nil, fmt.Errorf("apply %s: %w", name, s.mapRaftErr(err))
+	return &pending{s: s, name: commandName(c), start: time.Now(), f: s.raft.Apply(b, enqueue)}, nil
+}
+
+// wait returns the command's result once it is applied on this server.
+func (p *pending) wait(ctx context.Context) (any, error) {
+	if err := p.s.wait(ctx, p.f); err != nil {
+		return nil, fmt.Errorf("apply %s: %w", p.name, p.s.mapRaftErr(err))
 	}
-	s.metrics.apply.WithLabelValues(name).Observe(time.Since(start).Seconds())
-	r, ok := f.Response().(fsm.Response)
+	p.s.metrics.apply.WithLabelValues(p.name).Observe(time.Since(p.start).Seconds())
+	r, ok := p.f.Response().(fsm.Response)
 	if !ok {
-		return nil, fmt.Errorf("apply %s: unexpected state machine response %T", name, f.Response())
+		return nil, fmt.Errorf("apply %s: unexpected state machine response %T", p.name, p.f.Response())
 	}
 	return r.Result, r.Err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -142,7 +143,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 
 // minCycleGap is the least time between two scheduling cycles: a burst of
 // submissions wakes the loop once, not once per job.
-func (s *Server) minCycleGap() time.Duration { return min(s.cfg.Cycle/20, 10*time.Millisecond) }
+func (s *Server) minCycleGap() time.Duration { return min(s.cfg.Cycle/4, 50*time.Millisecond) }
 
 // scheduleLoop runs a scheduling cycle every Cycle, or sooner when woken.
 func (s *Server) scheduleLoop(ctx context.Context) {
@@ -218,17 +219,12 @@ func (s *Server) scheduleOnce(ctx context.Context) error {
 	}
 
 	// 3. Commit.
-	tokens, err := newTokens(plan, snap)
-	if err != nil {
-		return err
-	}
 	start = time.Now()
-	res, err := s.Apply(ctx, &state.PlanCommit{Plan: plan, Now: now, Tokens: tokens})
+	cr, err := s.commitPlan(ctx, plan, snap, now)
 	if err != nil {
 		return err
 	}
 	s.metrics.planCommit.Observe(time.Since(start).Seconds())
-	cr, _ := res.(state.CommitResult)
 	s.metrics.placements.Add(float64(len(cr.Placed)))
 	s.metrics.rejected.Add(float64(len(cr.Rejected)))
 	if len(cr.Placed) > 0 || len(cr.Rejected) > 0 || len(plan.Preemptions) > 0 || len(plan.Timeouts) > 0 {
@@ -239,6 +235,68 @@ func (s *Server) scheduleOnce(ctx context.Context) error {
 		s.log.Debug("placement rejected at commit", "job", r.Job, "reason", r.Reason)
 	}
 	return nil
+}
+
+// planChunkTasks bounds the tasks one PlanCommit log entry places. A big
+// plan (a backlog of thousands of jobs) becomes several entries, handed to
+// Raft back to back so they replicate as a pipeline, and no single entry
+// stalls the servers' apply loops (which would delay Raft heartbeats).
+const planChunkTasks = 2048
+
+// commitPlan commits plan as one or more PlanCommit entries and merges
+// their results.
+func (s *Server) commitPlan(ctx context.Context, plan *sched.Plan, snap *sched.Snapshot, now time.Time) (state.CommitResult, error) {
+	var (
+		res  state.CommitResult
+		errs []error
+		ps   []*pending
+	)
+	for _, chunk := range splitPlan(plan, planChunkTasks) {
+		tokens, err := newTokens(chunk, snap)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		p, err := s.start(ctx, &state.PlanCommit{Plan: chunk, Now: now, Tokens: tokens})
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		r, err := p.wait(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cr, _ := r.(state.CommitResult)
+		res.Placed = append(res.Placed, cr.Placed...)
+		res.Rejected = append(res.Rejected, cr.Rejected...)
+	}
+	return res, errors.Join(errs...)
+}
+
+// splitPlan cuts plan into plans of at most maxTasks placed tasks (a
+// placement, being a whole gang, is never cut). Applied in order they do
+// what plan does: every chunk carries the complete reservation set, and
+// the last one the preemptions and timeouts, which a single PlanCommit
+// applies after its placements.
+func splitPlan(plan *sched.Plan, maxTasks int) []*sched.Plan {
+	var out []*sched.Plan
+	cur := &sched.Plan{Index: plan.Index, Reservations: plan.Reservations}
+	n := 0
+	for _, pl := range plan.Placements {
+		if n > 0 && n+len(pl.Tasks) > maxTasks {
+			out = append(out, cur)
+			cur = &sched.Plan{Index: plan.Index, Reservations: plan.Reservations}
+			n = 0
+		}
+		cur.Placements = append(cur.Placements, pl)
+		n += len(pl.Tasks)
+	}
+	cur.Preemptions, cur.Timeouts = plan.Preemptions, plan.Timeouts
+	return append(out, cur)
 }
 
 // newTokens makes a random allocation token for every task plan creates.

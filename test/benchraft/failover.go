@@ -52,6 +52,7 @@ func runChild() error {
 	cfg := server.Config{
 		ID: *flagID, RaftAddr: *flagRaftAddr, DataDir: *flagDataDir, Bootstrap: *flagBootstrap,
 		HeartbeatTTL: time.Hour, Logger: logger(),
+		LeaderLeaseTimeout: *flagLease, HeartbeatTimeout: *flagHB, ElectionTimeout: *flagHB,
 	}
 	if *flagJoin != "" {
 		cfg.Join = []string{*flagJoin}
@@ -117,7 +118,8 @@ func (c *child) start(bootstrap bool, join string) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"-child", "-id", c.id, "-raft", c.raft, "-ctl", c.ctl, "-data", c.data}
+	args := []string{"-child", "-id", c.id, "-raft", c.raft, "-ctl", c.ctl, "-data", c.data,
+		"-lease", flagLease.String(), "-heartbeat", flagHB.String()}
 	if bootstrap {
 		args = append(args, "-bootstrap")
 	}

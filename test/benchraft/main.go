@@ -12,7 +12,9 @@
 //     placement for a job submitted after the kill is measured.
 //
 // Output is key=value lines; the last three are commits_placements_per_sec,
-// p99_submit_to_commit_ms and failover_ms.
+// p99_submit_to_commit_ms and failover_ms. Clients retry with the same
+// command while leadership moves, as real ones do. BENCHRAFT_LOG=info
+// shows the servers' logs (-cpuprofile profiles runs 1 and 2).
 package main
 
 import (
@@ -275,9 +277,11 @@ func throughput(dir string) (float64, error) {
 		return 0, fmt.Errorf("placed %d of %d jobs: %w", placed(), *flagJobs, err)
 	}
 	wall := time.Since(start)
-	commits, commitSecs, scheduleSecs := histogram(l, "atom_plan_commit_seconds"), sum(l, "atom_plan_commit_seconds"), sum(l, "atom_schedule_seconds")
-	fmt.Printf("plan_commits=%d placements_per_commit=%.0f schedule_ms_total=%.0f commit_ms_total=%.0f place_wall_ms=%.0f\n",
-		commits, float64(*flagJobs)/float64(max(commits, 1)), scheduleSecs*1000, commitSecs*1000, float64(wall.Milliseconds()))
+	cycles, commitSecs := histogram(l, "atom_plan_commit_seconds", "")
+	_, scheduleSecs := histogram(l, "atom_schedule_seconds", "")
+	entries, _ := histogram(l, "atom_raft_apply_seconds", "PlanCommit")
+	fmt.Printf("plan_cycles=%d plan_entries=%d placements_per_entry=%.0f schedule_ms=%.0f commit_ms=%.0f place_wall_ms=%.0f\n",
+		cycles, entries, float64(*flagJobs)/float64(max(entries, 1)), scheduleSecs*1000, commitSecs*1000, float64(wall.Milliseconds()))
 	var invErr error
 	for _, s := range srv {
 		if err := until(30*time.Second, func() bool { return index(s) == index(l) }); err != nil {
@@ -450,26 +454,26 @@ func pct(d []time.Duration, p int) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// histogram returns the sample count of histogram name on s.
-func histogram(s *server.Server, name string) int {
+// histogram returns the sample count and sum of histogram name on s,
+// summed over its series whose command label is command ("" for all).
+func histogram(s *server.Server, name, command string) (n int, sum float64) {
 	mfs, _ := s.Metrics().Gather()
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return int(mf.GetMetric()[0].GetHistogram().GetSampleCount())
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := command == ""
+			for _, l := range m.GetLabel() {
+				match = match || l.GetName() == "command" && l.GetValue() == command
+			}
+			if match {
+				n += int(m.GetHistogram().GetSampleCount())
+				sum += m.GetHistogram().GetSampleSum()
+			}
 		}
 	}
-	return 0
-}
-
-// sum returns the sample sum of histogram name on s.
-func sum(s *server.Server, name string) float64 {
-	mfs, _ := s.Metrics().Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetHistogram().GetSampleSum()
-		}
-	}
-	return 0
+	return n, sum
 }
 
 // logLevel is Error, or what BENCHRAFT_LOG says (debug, info, warn).
