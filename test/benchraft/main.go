@@ -30,6 +30,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/server"
@@ -93,11 +94,17 @@ func run() error {
 			return fmt.Errorf("throughput: %w", err)
 		}
 	}
+	// Let the disk settle: the throughput run leaves large files behind
+	// whose writeback would compete with the latency run's fsyncs.
+	_ = os.RemoveAll(dir + "/throughput")
+	syscall.Sync()
 	if !skip("latency") {
 		if p99, err = latency(dir + "/latency"); err != nil {
 			return fmt.Errorf("latency: %w", err)
 		}
 	}
+	_ = os.RemoveAll(dir + "/latency")
+	syscall.Sync()
 	if !skip("failover") {
 		if fo, err = failover(dir + "/failover"); err != nil {
 			return fmt.Errorf("failover: %w", err)
