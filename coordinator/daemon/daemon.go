@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 

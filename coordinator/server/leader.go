@@ -299,9 +299,10 @@ func splitPlan(plan *sched.Plan, maxTasks int) []*sched.Plan {
 	return append(out, cur)
 }
 
-// newTokens makes a random allocation token for every task plan creates.
-// Task IDs follow state's rule: job, replica index and the job's attempt.
-func newTokens(plan *sched.Plan, snap *sched.Snapshot) (map[structs.TaskID]string, error) {
+// newTokens names every task plan creates (job, replica index and a
+// random suffix, so a replica placed again is a new task) and makes its
+// random allocation token. It fills in the plan's task IDs.
+func newTokens(plan *sched.Plan, _ *sched.Snapshot) (map[structs.TaskID]string, error) {
 	n := 0
 	for _, pl := range plan.Placements {
 		n += len(pl.Tasks)
@@ -309,19 +310,18 @@ func newTokens(plan *sched.Plan, snap *sched.Snapshot) (map[structs.TaskID]strin
 	if n == 0 {
 		return nil, nil
 	}
-	buf := make([]byte, 16*n)
+	buf := make([]byte, 18*n)
 	if _, err := rand.Read(buf); err != nil {
 		return nil, fmt.Errorf("make allocation tokens: %w", err)
 	}
 	tokens := make(map[structs.TaskID]string, n)
-	for _, pl := range plan.Placements {
-		attempt := 0
-		if j := snap.Jobs[pl.Job]; j != nil {
-			attempt = j.Attempt
-		}
-		for _, tp := range pl.Tasks {
-			tokens[structs.MakeTaskID(pl.Job, tp.Index, attempt)] = hex.EncodeToString(buf[:16])
-			buf = buf[16:]
+	for i := range plan.Placements {
+		pl := &plan.Placements[i]
+		for k := range pl.Tasks {
+			tp := &pl.Tasks[k]
+			tp.ID = structs.NewTaskID(pl.Job, tp.Index, hex.EncodeToString(buf[16:18]))
+			tokens[tp.ID] = hex.EncodeToString(buf[:16])
+			buf = buf[18:]
 		}
 	}
 	return tokens, nil

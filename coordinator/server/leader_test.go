@@ -72,7 +72,14 @@ func TestNewTokensFollowTaskIDs(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tokens, 3)
 	seen := map[string]bool{}
-	for _, id := range []structs.TaskID{"a-0-a2", "a-1-a2", "b-0-a0"} {
+	var ids []structs.TaskID
+	for _, pl := range plan.Placements {
+		for _, tp := range pl.Tasks {
+			assert.Regexp(t, "^"+string(pl.Job)+"-"+fmt.Sprint(tp.Index)+"-[0-9a-f]{4}$", string(tp.ID))
+			ids = append(ids, tp.ID)
+		}
+	}
+	for _, id := range ids {
 		tok := tokens[id]
 		assert.Len(t, tok, 32, id)
 		assert.False(t, seen[tok], "tokens are unique")

@@ -84,10 +84,10 @@ func TestFailoverDuringSubmissions(t *testing.T) {
 
 	const clients, perClient = 4, 60
 	var (
-		mu      sync.Mutex
-		acked   = map[string]structs.JobID{} // request ID -> job
-		fresh   atomic.Int64                 // job IDs: a new one per try, as an API server would
-		done    atomic.Int64
+		mu       sync.Mutex
+		acked    = map[string]structs.JobID{} // request ID -> job
+		fresh    atomic.Int64                 // job IDs: a new one per try, as an API server would
+		done     atomic.Int64
 		retries  atomic.Int64 // not the leader
 		unknown  atomic.Int64 // outcome unknown
 		existing atomic.Int64 // a retry found the job the first try made
@@ -345,15 +345,25 @@ func TestHeartbeatEvents(t *testing.T) {
 	tasks, _ = tasksOf(l, "svc-1")
 	assert.Equal(t, structs.TaskFailed, tasks[0].State)
 	assert.Equal(t, 3, tasks[0].ExitCode)
-	// The service replica is placed again, under the same task ID with a
-	// new token: the old agent is refused.
+	// The service replica is placed again as a new task (a new ID and a new
+	// token); the old agent's task has ended.
 	require.Eventually(t, func() bool {
 		ts, _ := tasksOf(l, "svc-1")
-		return len(ts) == 1 && ts[0].State == structs.TaskScheduled
+		for _, x := range ts {
+			if x.ID != id && x.Index == tasks[0].Index && x.State == structs.TaskScheduled {
+				return true
+			}
+		}
+		return false
 	}, waitFor, tick)
-	_, toks = tasksOf(l, "svc-1")
-	assert.NotEqual(t, tok, toks[id])
-	assert.ErrorIs(t, l.Heartbeat(id, tok, state.TaskEvent{}), server.ErrBadToken)
+	ts, toks := tasksOf(l, "svc-1")
+	for _, x := range ts {
+		if x.ID != id {
+			assert.NotEqual(t, tok, toks[x.ID])
+			assert.ErrorIs(t, l.Heartbeat(x.ID, tok, state.TaskEvent{}), server.ErrBadToken)
+		}
+	}
+	assert.ErrorIs(t, l.Heartbeat(id, tok, state.TaskEvent{}), server.ErrTaskEnded)
 }
 
 // fakeBackend records what the leader asked of it.

@@ -40,10 +40,9 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 	if s.Jobs[j.ID] != nil {
 		return nil, fmt.Errorf("job ID %s: %w", j.ID, ErrExists)
 	}
-	for _, o := range s.Jobs {
-		if o.Name == j.Name && !o.State.Ended() && o.Project == j.Project && (j.Project != "" || o.Owner == j.Owner) {
-			return nil, fmt.Errorf("job %s %w (%s, %s): cancel it or choose another name", j.Name, ErrExists, o.ID, o.State)
-		}
+	if id, ok := s.live[nameOf(j)]; ok {
+		o := s.Jobs[id]
+		return nil, fmt.Errorf("job %s %w (%s, %s): cancel it or choose another name", j.Name, ErrExists, o.ID, o.State)
 	}
 	a, err := s.admit(j)
 	if err != nil {
@@ -60,6 +59,7 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 		s.charge(a.Scope, nil, a.Charge)
 	}
 	s.Jobs[jj.ID] = &jj
+	s.live[nameOf(&jj)] = jj.ID
 	if c.RequestID != "" {
 		s.Requests[c.RequestID] = jj.ID
 	}

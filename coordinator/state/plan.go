@@ -135,6 +135,9 @@ func (s *State) checkPlacement(pl *sched.Placement, uses map[structs.NodeID]*use
 	replicas := j.ShapeAt(pl.Shape).Replicas
 	extra := map[structs.NodeID]*use{}
 	for _, tp := range pl.Tasks {
+		if s.Tasks[taskID(j, tp)] != nil {
+			return fmt.Errorf("task %s already exists: name each new task uniquely", taskID(j, tp))
+		}
 		if tp.Index < 0 || tp.Index >= replicas || live[tp.Index] {
 			return fmt.Errorf("job %s replica %d is already placed or out of range", pl.Job, tp.Index)
 		}
@@ -184,11 +187,19 @@ func (s *State) checkPlacement(pl *sched.Placement, uses map[structs.NodeID]*use
 	return nil
 }
 
+// taskID is the ID the committer gave tp, or replica and attempt.
+func taskID(j *structs.Job, tp sched.TaskPlacement) structs.TaskID {
+	if tp.ID != "" {
+		return tp.ID
+	}
+	return structs.MakeTaskID(j.ID, tp.Index, j.Attempt)
+}
+
 // place applies a checked placement.
 func (s *State) place(pl *sched.Placement, uses map[structs.NodeID]*use, now time.Time, tokens map[structs.TaskID]string) {
 	j := s.Jobs[pl.Job]
 	for _, tp := range pl.Tasks {
-		id := structs.MakeTaskID(j.ID, tp.Index, j.Attempt)
+		id := taskID(j, tp)
 		s.addTask(&structs.Task{
 			ID: id, Job: j.ID, Index: tp.Index, Attempt: j.Attempt, Node: tp.Node, Pool: tp.Pool,
 			Priority: j.Priority, State: structs.TaskScheduled, Resources: tp.Resources, Accels: tp.Accels,

@@ -34,6 +34,7 @@ type State struct {
 
 	// Derived indexes, rebuilt on demand (not serialised).
 	byJob    map[structs.JobID][]structs.TaskID // tasks of each job
+	live     map[jobName]structs.JobID          // jobs that have not ended, by namespace and name
 	admitter *sched.Admitter                    // over Nodes and Pools; nil after they change
 }
 
@@ -142,8 +143,29 @@ func (s *State) TasksOf(id structs.JobID) []*structs.Task {
 	return out
 }
 
+// jobName is a job's name in its namespace: its project, or its owner
+// when it has none. Names are unique among jobs that have not ended.
+type jobName struct {
+	project structs.ProjectID
+	owner   structs.UserID // empty when project is set
+	name    string
+}
+
+func nameOf(j *structs.Job) jobName {
+	if j.Project != "" {
+		return jobName{project: j.Project, name: j.Name}
+	}
+	return jobName{owner: j.Owner, name: j.Name}
+}
+
 // reindex rebuilds the derived indexes (write path only).
 func (s *State) reindex() {
+	s.live = map[jobName]structs.JobID{}
+	for id, j := range s.Jobs {
+		if !j.State.Ended() {
+			s.live[nameOf(j)] = id
+		}
+	}
 	s.byJob = map[structs.JobID][]structs.TaskID{}
 	for _, tid := range slices.Sorted(maps.Keys(s.Tasks)) {
 		t := s.Tasks[tid]
@@ -222,6 +244,9 @@ func (s *State) endJob(id structs.JobID, st structs.JobState, reason string, now
 		j.State, j.Reason, j.Charged, j.ChargedScope = st, reason, nil, ""
 	})
 	s.Ended[id] = now
+	if s.live[nameOf(j)] == id {
+		delete(s.live, nameOf(j))
+	}
 	s.dropReservations(id)
 	for _, t := range s.TasksOf(id) {
 		if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {

@@ -62,6 +62,10 @@ type Placement struct {
 
 // TaskPlacement puts one replica on one node.
 type TaskPlacement struct {
+	// ID names the task. The core leaves it empty; whoever commits the
+	// plan names each new task uniquely (a replica placed again is a new
+	// task with a new ID and a new allocation token).
+	ID        structs.TaskID
 	Index     int
 	Node      structs.NodeID
 	Pool      structs.PoolID

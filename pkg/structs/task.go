@@ -78,3 +78,9 @@ type Task struct {
 func MakeTaskID(j JobID, index, attempt int) TaskID {
 	return TaskID(fmt.Sprintf("%s-%d-a%d", j, index, attempt))
 }
+
+// NewTaskID names a new task of replica index of job j: the job, the
+// index and a suffix (e.g. 4 random hex digits) that makes it unique.
+func NewTaskID(j JobID, index int, suffix string) TaskID {
+	return TaskID(fmt.Sprintf("%s-%d-%s", j, index, suffix))
+}

@@ -159,10 +159,12 @@ func (s *Store) Schedule(t testing.TB, now time.Time) state.CommitResult {
 	}
 	plan.Pending = nil
 	tokens := map[structs.TaskID]string{}
-	for _, pl := range plan.Placements {
-		j := snap.Jobs[pl.Job]
-		for _, tp := range pl.Tasks {
-			tokens[structs.MakeTaskID(j.ID, tp.Index, j.Attempt)] = NewToken()
+	for i := range plan.Placements {
+		pl := &plan.Placements[i]
+		for k := range pl.Tasks {
+			tp := &pl.Tasks[k]
+			tp.ID = s.freeTaskID(pl.Job, tp.Index, snap.Jobs[pl.Job].Attempt)
+			tokens[tp.ID] = NewToken()
 		}
 	}
 	res, err := s.applyLocked(&state.PlanCommit{Plan: plan, Now: now, Tokens: tokens})
@@ -281,3 +283,18 @@ func NewEnv(t testing.TB, config string) *Env {
 
 // URL returns the server's base URL.
 func (e *Env) URL() string { return e.Server.URL }
+
+// freeTaskID names a new task deterministically: replica and attempt,
+// with "-rN" added when a task of that name exists (a replica placed
+// again).
+func (s *Store) freeTaskID(j structs.JobID, index, attempt int) structs.TaskID {
+	id := structs.MakeTaskID(j, index, attempt)
+	for n := 1; ; n++ {
+		taken := false
+		s.Read(func(st *state.State) { taken = st.Tasks[id] != nil })
+		if !taken {
+			return id
+		}
+		id = structs.TaskID(fmt.Sprintf("%s-r%d", structs.MakeTaskID(j, index, attempt), n))
+	}
+}
