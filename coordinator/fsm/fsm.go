@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -70,18 +69,7 @@ func (f *FSM) Read(fn func(s *state.State)) {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s := *f.st
-	s.Clusters = maps.Clone(s.Clusters)
-	s.Nodes = maps.Clone(s.Nodes)
-	s.Pools = maps.Clone(s.Pools)
-	s.Quotas = maps.Clone(s.Quotas)
-	s.Usage = maps.Clone(s.Usage)
-	s.Jobs = maps.Clone(s.Jobs)
-	s.Tasks = maps.Clone(s.Tasks)
-	s.Tokens = maps.Clone(s.Tokens)
-	s.Requests = maps.Clone(s.Requests)
-	s.Ended = maps.Clone(s.Ended)
-	return &snapshot{st: &s}, nil
+	return &snapshot{st: f.st.Clone()}, nil
 }
 
 // Restore replaces the state with a snapshot's.

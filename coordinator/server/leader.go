@@ -196,10 +196,9 @@ func (s *Server) scheduleOnce(ctx context.Context) error {
 		snap    *sched.Snapshot
 		pending []*structs.Job
 	)
-	s.fsm.Read(func(st *state.State) {
-		snap = st.Snapshot()
-		pending = st.Pending()
-	})
+	var view *state.State
+	s.fsm.Read(func(st *state.State) { view = st.Clone() }) // short: applies wait on this lock
+	snap, pending = view.Snapshot(), view.Pending()
 	s.metrics.pending.Set(float64(len(pending)))
 	if len(pending) == 0 && len(snap.Reservations) == 0 {
 		s.setWhy(nil)

@@ -54,6 +54,26 @@ func New() *State {
 	}
 }
 
+// Clone returns a copy of s that shares the (copy-on-write) objects but
+// not the maps: later commands do not change it. It is cheap enough to
+// take under the FSM's read lock; read the copy after releasing it.
+func (s *State) Clone() *State {
+	c := *s
+	c.Clusters = maps.Clone(s.Clusters)
+	c.Nodes = maps.Clone(s.Nodes)
+	c.Pools = maps.Clone(s.Pools)
+	c.Quotas = maps.Clone(s.Quotas)
+	c.Usage = maps.Clone(s.Usage)
+	c.Jobs = maps.Clone(s.Jobs)
+	c.Tasks = maps.Clone(s.Tasks)
+	c.Tokens = maps.Clone(s.Tokens)
+	c.Requests = maps.Clone(s.Requests)
+	c.Ended = maps.Clone(s.Ended)
+	c.Reservations = slices.Clone(s.Reservations)
+	c.byJob, c.live, c.admitter = nil, nil, nil // derived; rebuilt by the copy's own Apply if any
+	return &c
+}
+
 // Snapshot returns the scheduler's view of s: sorted, sharing the
 // (copy-on-write) objects, with every job that has not ended and every task
 // that holds resources. It copies the maps, so later commands do not change

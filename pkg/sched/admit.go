@@ -59,11 +59,39 @@ func Admit(snap *Snapshot, j *structs.Job) (Admission, error) {
 // hardware and quota). Build one when nodes or pools change and reuse it:
 // each Admit then costs no more than the job's own question. It is not
 // safe for concurrent use.
-type Admitter struct{ w *world }
+type Admitter struct {
+	w     *world
+	never map[admitKey]*Why // hardware answers per question; nil: fits
+}
+
+// admitKey is the hardware question one shape of a job asks: everything
+// explainNodes reads in hardware mode.
+type admitKey struct {
+	prio            structs.Priority
+	project         structs.ProjectID
+	gang, spread    bool
+	cluster         structs.ClusterID
+	node            structs.NodeID
+	replicas, min   int
+	cpu, mem, accel int64
+	accelType       string
+	devices         string
+}
+
+func keyOf(j *structs.Job) admitKey {
+	r := j.Resources
+	k := admitKey{j.Priority, j.Project, j.IsGang(), j.Affinity.SpreadReplicas, j.Cluster, j.NodeName,
+		j.Replicas, j.MinAvailable, r.MilliCPU, r.Memory, r.Accels, r.AccelType, ""}
+	if len(r.Devices) > 0 {
+		k.devices = fmt.Sprint(r.Devices)
+	}
+	return k
+}
 
 // NewAdmitter indexes snap's nodes and pools.
 func NewAdmitter(snap *Snapshot) *Admitter {
-	return &Admitter{w: newWorld(&Snapshot{Nodes: snap.Nodes, Pools: snap.Pools, Jobs: map[structs.JobID]*structs.Job{}})}
+	return &Admitter{w: newWorld(&Snapshot{Nodes: snap.Nodes, Pools: snap.Pools, Jobs: map[structs.JobID]*structs.Job{}}),
+		never: map[admitKey]*Why{}}
 }
 
 // Admit is Admit against the admitter's nodes and pools with the given
@@ -95,16 +123,26 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 		jj := *j
 		s := j.ShapeAt(i)
 		jj.Replicas, jj.Resources, jj.Fallbacks = s.Replicas, s.Resources, nil
-		why := w.explainNodes(&jj, true)
-		if !why.NeverFits {
+		k := keyOf(&jj)
+		why, seen := a.never[k]
+		if !seen {
+			why = w.explainNodes(&jj, true)
+			if !why.NeverFits {
+				why = nil
+			}
+			a.never[k] = why
+		}
+		if why == nil {
 			fits = true
 		} else if first == nil {
 			first = why
 		}
 	}
 	if !fits {
-		first.render("can never fit")
-		return Admission{}, &UnsatisfiableError{Why: first}
+		why := *first // the cached answer stays unrendered
+		why.Filtered = slices.Clone(first.Filtered)
+		why.render("can never fit")
+		return Admission{}, &UnsatisfiableError{Why: &why}
 	}
 	if j.Priority != structs.PriorityNormal {
 		return Admission{}, nil
