@@ -31,7 +31,7 @@ func commonServerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "advertise", Usage: "URL other servers and tasks use to reach this one (default: http://<http-addr>)"},
 		&cli.StringFlag{Name: "data-dir", Usage: "Raft log, snapshots and task directories"},
 		&cli.StringFlag{Name: "tokens", Usage: "tokens file: users: [{name, token, admin}]"},
-		&cli.StringFlag{Name: "cluster-config", Usage: "YAML of clusters, pools, nodes and quotas to apply at start"},
+		&cli.StringFlag{Name: "cluster-config", Usage: "YAML of clusters, pools, nodes and quotas that seeds a new cluster (ignored once it exists)"},
 		&cli.DurationFlag{Name: "heartbeat-ttl", Value: server.DefaultHeartbeatTTL, Usage: "a task silent this long is lost"},
 		&cli.DurationFlag{Name: "cycle", Value: server.DefaultCycle, Usage: "scheduling period"},
 		&cli.DurationFlag{Name: "retention", Value: server.DefaultRetention, Usage: "how long ended jobs are kept"},
@@ -101,6 +101,9 @@ func devCommand() *cli.Command {
 					return err
 				}
 				cfg.Server.DataDir = dir
+			}
+			if err := os.MkdirAll(cfg.Server.DataDir, 0o700); err != nil {
+				return err
 			}
 			cfg.Server.ID, cfg.Server.RaftAddr, cfg.Server.Bootstrap = "dev", "127.0.0.1:0", true
 			if cfg.Cluster == nil {

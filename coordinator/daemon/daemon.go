@@ -130,8 +130,14 @@ func Start(cfg Config) (*Daemon, error) {
 			log.Error("http server stopped", "err", err)
 		}
 	}()
-	if cfg.Cluster != nil {
+	// The cluster config seeds a new cluster only: afterwards the CLI and
+	// API own nodes, pools and quotas, and a restart with the same flags
+	// must not undo what an admin changed since.
+	switch {
+	case cfg.Cluster != nil && srv.Bootstrapped():
 		go applyCluster(ctx, fw, cfg.Cluster, log)
+	case cfg.Cluster != nil:
+		log.Info("cluster config not applied: this server did not start a new cluster (change nodes, pools and quotas with the CLI or API)")
 	}
 	log.Info("coordinator serving", "id", cfg.Server.ID, "api", url, "raft", srv.RaftAddr())
 	return d, nil

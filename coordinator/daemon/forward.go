@@ -61,7 +61,22 @@ func (f *forwarder) Apply(ctx context.Context, c state.Command) (any, error) {
 	if err := f.post(ctx, url+pathApply, body, &out); err != nil {
 		return nil, fmt.Errorf("forward to leader %s: %w", nl.LeaderID, err)
 	}
+	f.catchUp(ctx, out.Index)
 	return out.decode(c)
+}
+
+// catchUp waits (briefly) until this server has applied index, so a read
+// right after a forwarded write sees it (read-your-writes on followers).
+func (f *forwarder) catchUp(ctx context.Context, index uint64) {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		var have uint64
+		f.srv.Read(func(st *state.State) { have = st.Index })
+		if have >= index {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // Why asks the leader for its reasons.
@@ -118,6 +133,7 @@ func (f *forwarder) post(ctx context.Context, url string, body []byte, out any) 
 type applyReply struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	Err    *wireError      `json:"error,omitempty"`
+	Index  uint64          `json:"index"` // the leader's applied index after the command
 }
 
 // wireError is a domain error with the kind the API maps to a status.
@@ -242,6 +258,7 @@ func (f *forwarder) internal(mux *http.ServeMux) {
 		}
 		res, err := f.srv.Apply(r.Context(), c)
 		var reply applyReply
+		f.srv.Read(func(st *state.State) { reply.Index = st.Index })
 		if err != nil {
 			var nl *server.NotLeaderError
 			if errors.As(err, &nl) || errors.Is(err, server.ErrOutcomeUnknown) {

@@ -144,6 +144,8 @@ type Server struct {
 	shutdown   sync.Once
 	wg         sync.WaitGroup // background goroutines
 
+	bootstrapped bool // this start made a new cluster (set before New returns)
+
 	mu      sync.Mutex // guards the fields below
 	backend Backend
 	forward ForwardFunc
@@ -231,6 +233,7 @@ func (s *Server) openRaft() error {
 			return fmt.Errorf("bootstrap cluster: %w", err)
 		}
 		s.log.Info("bootstrapped a new cluster", "raftAddr", trans.LocalAddr())
+		s.bootstrapped = true
 	}
 	r, err := raft.NewRaft(rc, s.fsm, store, store, snaps, trans)
 	if err != nil {
@@ -278,6 +281,10 @@ func (s *Server) joinLoop() {
 
 // RaftAddr returns the address the Raft transport listens on.
 func (s *Server) RaftAddr() string { return string(s.trans.LocalAddr()) }
+
+// Bootstrapped reports whether this start created a new cluster (its data
+// dir held no Raft state and Bootstrap was set).
+func (s *Server) Bootstrapped() bool { return s.bootstrapped }
 
 // ID returns the server's Raft ID.
 func (s *Server) ID() string { return s.cfg.ID }
