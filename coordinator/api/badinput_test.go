@@ -53,7 +53,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		"submit: unknown GPU type":  {"u1", "POST", "/v1/jobs", `{kind: command, name: a, priority: low, resources: {accelerators: {type: H800, count: 1}}}`, 422, `unknown accelerator type "H800"`, nil},
 		"submit: not a member":      {"u2", "POST", "/v1/jobs", `{kind: command, name: a, project: perception, resources: {cpu: "1"}}`, 403, "not a member of project perception", nil},
 		"submit: name in use":       {"u1", "POST", "/v1/jobs", `{kind: service, name: web, project: perception, resources: {cpu: "1"}}`, 409, "web already exists", nil},
-		"submit: high without pool": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, project: vision, priority: high, resources: {cpu: "1"}}`, 403, "no pool", nil},
+		"submit: high without pool": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, project: vision, priority: high, resources: {cpu: "1"}}`, 403, "project vision does not exist", nil},
 
 		// POST /v1/jobs/{id}/scale
 		"scale: negative":       {"u1", "POST", "/v1/jobs/web-1/scale", `{"replicas": -1}`, 400, "replicas -1 is not allowed: use 1 to 10000", nil},

@@ -67,20 +67,20 @@ type Admitter struct {
 // admitKey is the hardware question one shape of a job asks: everything
 // explainNodes reads in hardware mode.
 type admitKey struct {
-	prio            structs.Priority
-	project         structs.ProjectID
-	gang, spread    bool
-	cluster         structs.ClusterID
-	node            structs.NodeID
-	replicas, min   int
-	cpu, mem, accel int64
-	accelType       string
-	devices         string
+	prio                   structs.Priority
+	project                structs.ProjectID
+	gang, spread, poolOnly bool
+	cluster                structs.ClusterID
+	node                   structs.NodeID
+	replicas, min          int
+	cpu, mem, accel        int64
+	accelType              string
+	devices                string
 }
 
 func keyOf(j *structs.Job) admitKey {
 	r := j.Resources
-	k := admitKey{j.Priority, j.Project, j.IsGang(), j.Affinity.SpreadReplicas, j.Cluster, j.NodeName,
+	k := admitKey{j.Priority, j.Project, j.IsGang(), j.Affinity.SpreadReplicas, j.PoolOnly, j.Cluster, j.NodeName,
 		j.Replicas, j.MinAvailable, r.MilliCPU, r.Memory, r.Accels, r.AccelType, ""}
 	if len(r.Devices) > 0 {
 		k.devices = fmt.Sprint(r.Devices)
@@ -104,17 +104,44 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 	if err := w.checkKnown(j); err != nil {
 		return Admission{}, err
 	}
+	// A project is known through its pool, which lists its members (a
+	// project with public quota but no reserved machines has a pool
+	// without nodes).
 	var pool *structs.Pool
 	if j.Project != "" {
-		if pi, ok := w.projPool[j.Project]; ok {
-			pool = w.pools[pi]
-			if !pool.HasMember(j.Owner) {
-				return Admission{}, fmt.Errorf("user %s is not a member of project %s (pool %s): %w", j.Owner, j.Project, pool.Name, ErrNotAllowed)
-			}
+		pi, ok := w.projPool[j.Project]
+		if !ok {
+			return Admission{}, fmt.Errorf("project %s does not exist: an admin creates it with a pool listing its members (the pool may have no nodes): %w", j.Project, ErrNotAllowed)
+		}
+		pool = w.pools[pi]
+		if !pool.HasMember(j.Owner) {
+			return Admission{}, fmt.Errorf("user %s is not a member of project %s (pool %s): %w", j.Owner, j.Project, pool.Name, ErrNotAllowed)
 		}
 	}
 	if j.Priority == structs.PriorityHigh && pool == nil {
-		return Admission{}, fmt.Errorf("priority high runs only in a project's pool; project %q has no pool: use normal or low: %w", j.Project, ErrNotAllowed)
+		return Admission{}, fmt.Errorf("priority high runs only in a project's pool and the job names no project: use normal or low, or a project: %w", ErrNotAllowed)
+	}
+	// Quota before the fit check: a normal project job over its public
+	// quota may still run in its pool, and then only there, which the fit
+	// check must know. A job that can never fit is told so before quota.
+	var adm Admission
+	var over error // over quota with no pool to fall back on: refused after the fit check
+	if j.Priority == structs.PriorityNormal {
+		scope := j.ChargeScope()
+		charge := structs.Charge(j.ShapeAt(0))
+		jj := *j
+		jj.Charged = nil
+		switch q := w.quotaCheck(&jj, charge); {
+		case q == nil:
+			adm = Admission{Scope: scope, Charge: charge}
+		case pool != nil:
+			adm = Admission{PoolOnly: true}
+		default:
+			if _, ok := quotas[scope]; !ok {
+				q.Limit = 0
+			}
+			over = &QuotaError{*q}
+		}
 	}
 	// Never-fit check over every shape, on empty nodes.
 	var first *Why
@@ -122,7 +149,7 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 	for i := 0; i < j.NumShapes() && !fits; i++ {
 		jj := *j
 		s := j.ShapeAt(i)
-		jj.Replicas, jj.Resources, jj.Fallbacks = s.Replicas, s.Resources, nil
+		jj.Replicas, jj.Resources, jj.Fallbacks, jj.PoolOnly = s.Replicas, s.Resources, nil, adm.PoolOnly
 		k := keyOf(&jj)
 		why, seen := a.never[k]
 		if !seen {
@@ -141,26 +168,17 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 	if !fits {
 		why := *first // the cached answer stays unrendered
 		why.Filtered = slices.Clone(first.Filtered)
-		why.render("can never fit")
+		prefix := "can never fit"
+		if adm.PoolOnly {
+			prefix = "can never fit: over public quota, so only the project's pool may be used"
+		}
+		why.render(prefix)
 		return Admission{}, &UnsatisfiableError{Why: &why}
 	}
-	if j.Priority != structs.PriorityNormal {
-		return Admission{}, nil
+	if over != nil {
+		return Admission{}, over
 	}
-	scope := j.ChargeScope()
-	charge := structs.Charge(j.ShapeAt(0))
-	jj := *j
-	jj.Charged = nil
-	if q := w.quotaCheck(&jj, charge); q != nil {
-		if pool != nil {
-			return Admission{PoolOnly: true}, nil
-		}
-		if _, ok := quotas[scope]; !ok {
-			return Admission{}, &QuotaError{QuotaShortfall{Scope: scope, Key: q.Key, Asked: q.Asked, Used: q.Used, Limit: 0}}
-		}
-		return Admission{}, &QuotaError{*q}
-	}
-	return Admission{Scope: scope, Charge: charge}, nil
+	return adm, nil
 }
 
 // checkKnown refuses accelerator and device types and pinned nodes and

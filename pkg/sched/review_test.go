@@ -443,8 +443,9 @@ func TestReviewWhyPendingMessages(t *testing.T) {
 	h.Cycle()
 	assert.Equal(t, "can never fit; 0/4 nodes fit: 2 not matching selector maint=true, 2 with no B accelerators", h.Why("never").Message)
 	assert.True(t, h.Why("never").NeverFits)
-	assert.Equal(t, "does not fit now; gang needs 2 replicas: 1 fit now, at most 2 on empty nodes; 0/4 nodes fit: 2 with no B accelerators, 1 without enough free resources now", h.Why("now").Message)
+	assert.Equal(t, "does not fit now; gang needs 2 replicas: 1 fit now, at most 2 on empty nodes; 1/4 nodes fit: 2 with no B accelerators, 1 without enough free resources now", h.Why("now").Message)
 	assert.False(t, h.Why("now").NeverFits)
+	assert.Equal(t, 1, h.Why("now").Fit, "b2 fits a replica now; the counts and the fit add up to the nodes")
 	assert.Equal(t, "can never fit; 0/4 nodes fit: 2 with no A accelerators, 1 not matching selector fabric!=ib, 1 with untolerated taint maint=true:NoSchedule", h.Why("taint").Message)
 	assert.Equal(t, []sched.Count{{Reason: "with no A accelerators", Nodes: 2}, {Reason: "not matching selector fabric!=ib", Nodes: 1},
 		{Reason: "with untolerated taint maint=true:NoSchedule", Nodes: 1}}, h.Why("taint").Filtered, "reasons are data too")
@@ -453,6 +454,7 @@ func TestReviewWhyPendingMessages(t *testing.T) {
 // README's third example: a downgrade to another type whose quota is used up.
 func TestReviewWaitingForQuotaAfterDowngrade(t *testing.T) {
 	h := st.New(t, st.G8("a1", "A"), st.G8("a2", "A"), st.G8("b1", "B"))
+	h.Pool(&structs.Pool{Name: "vision", Project: "vision", Members: []structs.UserID{"u1"}}) // a project without machines
 	h.Quota(rvVision, structs.ResourceList{"gpu/A": 8, "gpu/B": 8})
 	h.Quota(rvU2, structs.ResourceList{"gpu/B": 8})
 	h.MustSubmit(st.NewJob("hogb", "u2").GPU("B", 8).Obj())
