@@ -132,7 +132,7 @@ func TestFollowerForwardsWrites(t *testing.T) {
 		for _, d := range ds {
 			d.Server.Read(func(s *stateView) { n += len(s.Nodes) })
 		}
-		return n == 3*6
+		return n == 3*8
 	}, 20*time.Second, 50*time.Millisecond, "every server has the cluster config")
 
 	var follower *daemon.Daemon

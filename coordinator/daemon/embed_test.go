@@ -9,6 +9,6 @@ import (
 func TestDevClusterParses(t *testing.T) {
 	c, err := DevCluster()
 	require.NoError(t, err)
-	require.Len(t, c.Nodes, 6)
+	require.Len(t, c.Nodes, 8)
 	require.Len(t, c.Pools, 1)
 }
