@@ -147,6 +147,22 @@ func TestJobCommands(t *testing.T) {
 	assert.Equal(t, "service web-00001 scaled to 3 replicas\n", must(t, e, "m1", "service", "scale", "web-00001", "3"))
 	_, err = run(t, e, "m1", "service", "scale", "web-00001", "many")
 	assert.Equal(t, 2, ExitCode(err))
+	assert.Equal(t, "service web-00001 scaled to 1 replica\n", must(t, e, "m1", "service", "scale", "web-00001", "1"))
+
+	// a task atom stopped reads as stopped, with the reason, not as a crash.
+	out = must(t, e, "m1", "job", "status", "web-00001")
+	assert.Contains(t, out, "  Stopping (ScaledDown)  ")
+	var stopped structs.TaskID
+	for _, tk := range e.Store.Tasks("web-00001") {
+		if tk.State == structs.TaskStopping {
+			stopped = tk.ID
+		}
+	}
+	require.NotEmpty(t, stopped, out)
+	e.Store.Must(t, &state.TaskUpdate{Events: []state.TaskEvent{{Task: stopped, State: structs.TaskFailed, ExitCode: 143, Time: apitest.T0}}})
+	out = must(t, e, "m1", "job", "status", "web-00001")
+	assert.Contains(t, out, "  Stopped: ScaledDown (exit 143)  ")
+	assert.NotContains(t, out, "Failed")
 	assert.Equal(t, "job web-00001 cancelled\n", must(t, e, "u1", "job", "cancel", "web-00001"))
 	_, err = run(t, e, "u1", "job", "cancel", "web-00001")
 	assert.ErrorContains(t, err, "already ended")
@@ -269,4 +285,19 @@ func TestNoToken(t *testing.T) {
 	app.Writer = &out
 	err := app.Run([]string{"coordinator", "--addr", e.URL(), "job", "list"})
 	assert.ErrorContains(t, err, "no token: send Authorization: Bearer <token> (coordinator --token or ATOM_TOKEN)")
+}
+
+func TestTaskState(t *testing.T) {
+	for want, tk := range map[string]*structs.Task{
+		"Running":                         {State: structs.TaskRunning},
+		"Stopping (Preempted)":            {State: structs.TaskStopping, StopReason: structs.StopPreempted},
+		"Stopped: Preempted (exit 143)":   {State: structs.TaskFailed, StopReason: structs.StopPreempted, ExitCode: 143},
+		"Stopped: Cancelled (exit 0)":     {State: structs.TaskSucceeded, StopReason: structs.StopCancelled},
+		"Stopped: GangRestart (exit 137)": {State: structs.TaskFailed, StopReason: structs.StopGang, ExitCode: 137},
+		"Failed (exit 1)":                 {State: structs.TaskFailed, ExitCode: 1},
+		"Succeeded (exit 0)":              {State: structs.TaskSucceeded},
+		"Lost":                            {State: structs.TaskLost, StopReason: structs.StopScaled},
+	} {
+		assert.Equal(t, want, taskState(tk))
+	}
 }

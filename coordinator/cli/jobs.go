@@ -247,16 +247,25 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	tw = tab(w)
 	row(tw, "TASK", "INDEX", "ATTEMPT", "NODE", "STATE", "RESOURCES", "STARTED")
 	for _, t := range js.Tasks {
-		st := string(t.State)
-		if t.StopReason != "" && t.State == structs.TaskStopping {
-			st += " (" + string(t.StopReason) + ")"
-		}
-		if t.State == structs.TaskFailed || t.State == structs.TaskSucceeded {
-			st += fmt.Sprintf(" (exit %d)", t.ExitCode)
-		}
-		row(tw, t.ID, t.Index, t.Attempt, t.Node, st, t.Resources, when(t.StartedAt))
+		row(tw, t.ID, t.Index, t.Attempt, t.Node, taskState(t), t.Resources, when(t.StartedAt))
 	}
 	tw.Flush()
+}
+
+// taskState is a task's STATE column: a task atom stopped (preempted,
+// cancelled, scaled down, a gang restart) that has ended shows as stopped
+// with the reason, not as a crash ("Stopped: Preempted (exit 143)").
+func taskState(t *structs.Task) string {
+	ended := t.State == structs.TaskFailed || t.State == structs.TaskSucceeded
+	switch {
+	case t.StopReason != "" && ended:
+		return fmt.Sprintf("Stopped: %s (exit %d)", t.StopReason, t.ExitCode)
+	case t.StopReason != "" && t.State == structs.TaskStopping:
+		return fmt.Sprintf("%s (%s)", t.State, t.StopReason)
+	case ended:
+		return fmt.Sprintf("%s (exit %d)", t.State, t.ExitCode)
+	}
+	return string(t.State)
 }
 
 func jobWhy(c *cli.Context) error {
@@ -278,6 +287,9 @@ func jobWhy(c *cli.Context) error {
 		row(tw, "NODES", "FILTERED BECAUSE")
 		for _, f := range why.Why.Filtered {
 			row(tw, f.Nodes, f.Reason)
+		}
+		if why.Why.Fit > 0 {
+			row(tw, why.Why.Fit, "(fit a replica now)")
 		}
 		row(tw, why.Why.Nodes, "considered")
 		tw.Flush()
@@ -330,5 +342,11 @@ func serviceScale(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return show(c, js, func(w io.Writer) { fmt.Fprintf(w, "service %s scaled to %d replicas\n", js.Job.ID, js.Job.Replicas) })
+	return show(c, js, func(w io.Writer) {
+		unit := "replicas"
+		if js.Job.Replicas == 1 {
+			unit = "replica"
+		}
+		fmt.Fprintf(w, "service %s scaled to %d %s\n", js.Job.ID, js.Job.Replicas, unit)
+	})
 }

@@ -126,6 +126,7 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 	why := &Why{}
 	if len(pools) == 0 {
 		why.NeverFits = true
+		why.Nodes = len(w.nodes)
 		why.Filtered = []Count{{Reason: fmt.Sprintf("no pool: high priority runs only in its project's pool and project %q has none", j.Project), Nodes: len(w.nodes)}}
 		return why
 	}
@@ -202,6 +203,7 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 			if rs == rOK {
 				rs = w.freeCheck(ni, w.alloc(ni, r), j.ID, j.Priority)
 				if rs == rOK {
+					why.Fit++
 					now[placeOf(g)] += w.slots(c, ni, false)
 					continue
 				}
@@ -235,9 +237,10 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 		}
 		why.Filtered = append(why.Filtered, Count{Reason: text, Nodes: counts[k]})
 	}
-	everSlots, nowSlots := 0, 0
+	everSlots, nowSlots, everAll := 0, 0, 0
 	for _, v := range ever {
 		everSlots = max(everSlots, v)
+		everAll += v
 	}
 	for _, v := range now {
 		nowSlots = max(nowSlots, v)
@@ -245,7 +248,10 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 	why.NeverFits = everSlots < need
 	if j.NodeName != "" && c.nodePin == -2 {
 		why.NeverFits = true
-		why.Filtered = append(why.Filtered, Count{Reason: fmt.Sprintf("node %s does not exist", j.NodeName), Nodes: 0})
+		why.Notes = append(why.Notes, fmt.Sprintf("node %s does not exist", j.NodeName))
+	}
+	if gang && everSlots < need && everAll >= need {
+		why.Notes = append(why.Notes, "a gang runs in one pool of one cluster")
 	}
 	if j.IsGang() || need > 1 {
 		why.Gang = &GangShortfall{Needed: need, Fit: min(nowSlots, need), MaxFit: min(everSlots, need), Together: gang}
@@ -257,7 +263,7 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 		why.Fragmentation = frag
 	}
 	if why.NeverFits && r.Accels > 0 && maxCap > 0 && maxCap < r.Accels {
-		why.Filtered = append(why.Filtered, Count{Reason: fmt.Sprintf("(at most %d accelerators on one node, %d asked per replica)", maxCap, r.Accels), Nodes: 0})
+		why.Notes = append(why.Notes, fmt.Sprintf("at most %d accelerators on one node, %d asked per replica", maxCap, r.Accels))
 	}
 	return why
 }

@@ -60,6 +60,7 @@ func TestRegression04GangAcrossPoolsAdmitted(t *testing.T) {
 	h.Quota(rvVision, rvGPU("A", 24))
 	err := h.Submit(st.NewJob("g", "u1").Project("vision").MPI(3).GPU("A", 8).Obj())
 	assert.ErrorIs(t, err, sched.ErrUnsatisfiable)
+	assert.EqualError(t, err, "can never fit; gang needs 3 replicas: 2 fit now, at most 2 on empty nodes; a gang runs in one pool of one cluster")
 	if err == nil {
 		h.Cycle()
 		t.Log(h.Why("g").Message)
@@ -71,7 +72,9 @@ func TestRegression04bGangAcrossClustersAdmitted(t *testing.T) {
 	a.Cluster, b.Cluster = "ca", "cb"
 	h := st.New(t, a, b)
 	h.Quota(rvU1, rvGPU("A", 16))
-	assert.ErrorIs(t, h.Submit(st.NewJob("g", "u1").MPI(2).GPU("A", 8).Obj()), sched.ErrUnsatisfiable)
+	err := h.Submit(st.NewJob("g", "u1").MPI(2).GPU("A", 8).Obj())
+	assert.ErrorIs(t, err, sched.ErrUnsatisfiable)
+	assert.EqualError(t, err, "can never fit; gang needs 2 replicas: 1 fit now, at most 1 on empty nodes; a gang runs in one pool of one cluster")
 }
 
 func TestRegression05GangReservationOnlyFirstCluster(t *testing.T) {
@@ -192,4 +195,32 @@ func TestRegression16QuotaOverflow(t *testing.T) {
 	b.Resources.Memory = 6 << 60
 	_, err := sched.Admit(h.Snap, b)
 	assert.ErrorIs(t, err, sched.ErrQuotaExceeded)
+}
+
+// Why-pending: nodes where a replica fits now are counted (the counts add up
+// to the nodes considered) and facts that are not node counts are notes.
+func TestRegression17WhyCountsAddUp(t *testing.T) {
+	h := st.New(t, st.G8("n1", "A"), st.G8("n2", "A"))
+	h.Quota(rvU1, rvGPU("A", 16))
+	h.MustSubmit(st.NewJob("pin", "u1").GPU("A", 1).Node("n2").Obj())
+	h.Snap.Nodes = h.Snap.Nodes[:1] // n2 goes away before the job starts
+	h.Cycle()
+	why := h.Why("pin")
+	require.NotNil(t, why)
+	assert.Equal(t, "can never fit; 0/1 nodes fit: 1 not node n2; node n2 does not exist", why.Message)
+	assert.Equal(t, []sched.Count{{Reason: "not node n2", Nodes: 1}}, why.Filtered)
+	assert.Equal(t, []string{"node n2 does not exist"}, why.Notes)
+
+	h2 := st.New(t, st.G8("n1", "A"), st.G8("n2", "A"), st.G8("n3", "A"))
+	h2.Quota(rvU1, rvGPU("A", 24))
+	h2.Quota(rvU2, rvGPU("A", 8))
+	h2.MustSubmit(st.NewJob("hog", "u2").GPU("A", 8).Node("n3").Obj())
+	h2.Cycle()
+	h2.MustSubmit(st.NewJob("g", "u1").MPI(3).GPU("A", 8).Obj())
+	h2.Cycle()
+	why = h2.Why("g")
+	require.NotNil(t, why)
+	assert.Equal(t, "does not fit now; gang needs 3 replicas: 2 fit now, at most 3 on empty nodes; 2/3 nodes fit: 1 without enough free resources now", why.Message)
+	assert.Equal(t, 2, why.Fit)
+	assert.Empty(t, why.Notes)
 }

@@ -117,7 +117,11 @@ func TestC11NeverFitsRefusedAtSubmit(t *testing.T) {
 	h.Quota(u1, gpuA(32))
 	err := h.Submit(st.NewJob("a", "u1").GPU("A", 9).Obj())
 	require.ErrorIs(t, err, sched.ErrUnsatisfiable)
-	assert.Contains(t, err.Error(), "at most 8 accelerators on one node, 9 asked per replica")
+	assert.EqualError(t, err, "can never fit; 0/2 nodes fit: 2 too small for one replica (gpu/A=9); at most 8 accelerators on one node, 9 asked per replica")
+	var ue *sched.UnsatisfiableError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, []sched.Count{{Reason: "too small for one replica (gpu/A=9)", Nodes: 2}}, ue.Why.Filtered, "notes are not counts")
+	assert.Equal(t, []string{"at most 8 accelerators on one node, 9 asked per replica"}, ue.Why.Notes)
 	err = h.Submit(st.NewJob("b", "u1").MPI(3).GPU("A", 8).Obj())
 	require.ErrorIs(t, err, sched.ErrUnsatisfiable)
 	assert.Contains(t, err.Error(), "gang needs 3 replicas: 2 fit now, at most 2 on empty nodes")

@@ -19,15 +19,22 @@ type Why struct {
 	Quota *QuotaShortfall `json:"quota,omitempty"`
 	// Nodes is how many nodes were considered.
 	Nodes int `json:"nodes"`
+	// Fit is how many of them a replica fits on now; Fit plus the counts
+	// in Filtered add up to Nodes.
+	Fit int `json:"fit"`
 	// Filtered counts nodes rejected by each reason ("selector fabric=ib",
 	// "taint maint=true:NoSchedule", "accelerator type B", "not ready").
 	Filtered []Count `json:"filtered,omitempty"`
+	// Notes are facts that are not node counts ("node n9 does not exist",
+	// "at most 8 accelerators on one node, 9 asked per replica", "a gang
+	// runs in one pool of one cluster").
+	Notes []string `json:"notes,omitempty"`
 	// Fragmentation is set when enough accelerators are free in total but
 	// not enough on nodes where a replica needs them.
 	Fragmentation *Fragmentation `json:"fragmentation,omitempty"`
 	// Gang is set for gangs: how many replicas fit now of how many needed.
 	Gang *GangShortfall `json:"gang,omitempty"`
-	// Reserved names jobs whose reservations keep this one off nodes.
+	// Waiting names what the job waits for (reservations, preemptions).
 	Waiting string `json:"waiting,omitempty"`
 }
 
@@ -113,8 +120,9 @@ func (w *Why) render(prefix string) {
 		for _, c := range w.Filtered {
 			f = append(f, fmt.Sprintf("%d %s", c.Nodes, c.Reason))
 		}
-		parts = append(parts, fmt.Sprintf("0/%d nodes fit: %s", w.Nodes, strings.Join(f, ", ")))
+		parts = append(parts, fmt.Sprintf("%d/%d nodes fit: %s", w.Fit, w.Nodes, strings.Join(f, ", ")))
 	}
+	parts = append(parts, w.Notes...)
 	if w.Waiting != "" {
 		parts = append(parts, w.Waiting)
 	}

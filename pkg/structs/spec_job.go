@@ -54,7 +54,7 @@ type JobSpec struct {
 	Env     map[string]string `json:"env,omitempty" spec:"multiline"`
 
 	Replicas     *int64        `json:"replicas,omitempty"`     // 1..MaxReplicas; default 1
-	MinAvailable *int64        `json:"minAvailable,omitempty"` // services: 1..replicas; default replicas
+	MinAvailable *int64        `json:"minAvailable,omitempty"` // services: 1..replicas; default 1
 	Resources    ResourcesSpec `json:"resources"`              // per replica
 
 	Cluster     ClusterID           `json:"cluster,omitempty"`
@@ -243,7 +243,9 @@ func (s *JobSpec) shape(j *Job) error {
 		}
 	}
 	if s.Kind == KindService {
-		j.MinAvailable = j.Replicas
+		// A service starts once one replica fits and can be scaled down to
+		// one; users raise minAvailable to ask for more at once.
+		j.MinAvailable = 1
 		if s.MinAvailable != nil {
 			j.MinAvailable = int(*s.MinAvailable)
 		}

@@ -118,9 +118,9 @@ cache: {mountPath: /cache}
 			PendingTimeout: DefaultPendingTimeout, RestartPolicy: RestartAlways, CacheMountPath: "/cache",
 		},
 	}, {
-		name: "service minAvailable defaults to replicas",
+		name: "service minAvailable defaults to 1",
 		spec: "kind: service\nname: web\nreplicas: 2\nresources: {cpu: 1}",
-		want: &Job{Kind: KindService, Name: "web", Owner: "u1", Replicas: 2, MinAvailable: 2,
+		want: &Job{Kind: KindService, Name: "web", Owner: "u1", Replicas: 2, MinAvailable: 1,
 			Resources: Resources{MilliCPU: 1000}, PendingTimeout: DefaultPendingTimeout, RestartPolicy: RestartAlways},
 	}, {
 		name: "edge command pinned to a node",
