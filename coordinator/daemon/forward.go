@@ -294,20 +294,6 @@ func (f *forwarder) internal(mux *http.ServeMux) {
 func join(client *http.Client, secret string) func(ctx context.Context, base, id, raftAddr string) error {
 	return func(ctx context.Context, base, id, raftAddr string) error {
 		body, _ := json.Marshal(map[string]string{"ID": id, "RaftAddr": raftAddr})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+pathJoin, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			return fmt.Errorf("join via %s: %s: %s", base, resp.Status, bytes.TrimSpace(b))
-		}
-		return nil
+		return postOK(ctx, client, base+pathJoin, secret, body)
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,11 +19,16 @@ func forwardHeartbeat(client *http.Client, base string, id structs.TaskID, token
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/tasks/"+string(id)+"/heartbeat", bytes.NewReader(body))
+	return postOK(context.Background(), client, base+"/v1/tasks/"+string(id)+"/heartbeat", token, body)
+}
+
+// postOK POSTs body to url with a bearer token and wants a 200.
+func postOK(ctx context.Context, client *http.Client, url, bearer string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+bearer)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
@@ -31,7 +37,7 @@ func forwardHeartbeat(client *http.Client, base string, id structs.TaskID, token
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("forward heartbeat to %s: %s: %s", base, resp.Status, bytes.TrimSpace(b))
+		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, bytes.TrimSpace(b))
 	}
 	return nil
 }
