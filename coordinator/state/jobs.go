@@ -30,6 +30,11 @@ func (*JobSubmit) Type() MsgType { return MsgJobSubmit }
 func (c *JobSubmit) apply(s *State) (any, error) {
 	if c.RequestID != "" {
 		if id, ok := s.Requests[c.RequestID]; ok {
+			// A retry carries the same job; another job under a used
+			// request ID is a client bug, not a retry.
+			if o := s.Jobs[id]; o != nil && c.Job != nil && (o.Name != c.Job.Name || o.Kind != c.Job.Kind || o.Project != c.Job.Project) {
+				return nil, fmt.Errorf("request ID %q was used for job %s (%s): use a new request ID for a new job: %w", c.RequestID, o.ID, o.Name, ErrExists)
+			}
 			return SubmitResult{JobID: id, Existing: true}, nil
 		}
 	}

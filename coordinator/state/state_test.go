@@ -87,8 +87,10 @@ func TestJobLifecycle(t *testing.T) {
 	res = l.must(&state.JobSubmit{RequestID: "r1", Job: job("train-2", st.NewJob("train", "u1").MPI(2).GPU("A", 8)), Now: t0})
 	assert.Equal(t, state.SubmitResult{JobID: "train-1", Existing: true}, res)
 	assert.Len(t, l.s.Jobs, 1)
+	_, err := l.do(&state.JobSubmit{RequestID: "r1", Job: job("other-1", st.NewJob("other", "u1").GPU("A", 1)), Now: t0})
+	require.ErrorIs(t, err, state.ErrExists, "a request ID reused for another job is refused")
 	// The same name without the request ID is refused and charges nothing (C07).
-	_, err := l.do(&state.JobSubmit{Job: job("train-3", st.NewJob("train", "u1").GPU("A", 1)), Now: t0})
+	_, err = l.do(&state.JobSubmit{Job: job("train-3", st.NewJob("train", "u1").GPU("A", 1)), Now: t0})
 	require.ErrorIs(t, err, state.ErrExists)
 	assert.Equal(t, int64(16), l.s.Usage["user:u1"]["gpu/A"])
 
