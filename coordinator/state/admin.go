@@ -17,13 +17,13 @@ func (*NodeUpsert) Type() MsgType { return MsgNodeUpsert }
 func (c *NodeUpsert) apply(s *State) (any, error) {
 	n := c.Node
 	if n == nil || n.Name == "" {
-		return nil, fmt.Errorf("node: name is required: %w", ErrInvalid)
+		return nil, invalidf("node: name is required")
 	}
 	if p := n.PoolName(); p != structs.PublicPool && s.Pools[p] == nil {
-		return nil, fmt.Errorf("node %s: pool %q does not exist: create it first: %w", n.Name, p, ErrInvalid)
+		return nil, invalidf("node %s: pool %q does not exist: create it first", n.Name, p)
 	}
 	if n.Cluster != "" && s.Clusters[n.Cluster] == nil {
-		return nil, fmt.Errorf("node %s: cluster %q does not exist: %w", n.Name, n.Cluster, ErrInvalid)
+		return nil, invalidf("node %s: cluster %q does not exist", n.Name, n.Cluster)
 	}
 	if n.State == "" {
 		n.State = structs.NodeReady
@@ -46,7 +46,7 @@ func (c *NodeRemove) apply(s *State) (any, error) {
 	}
 	for _, t := range s.Tasks {
 		if t.Node == c.Name && t.State.HoldsResources() {
-			return nil, fmt.Errorf("node %s still runs task %s: drain it first: %w", c.Name, t.ID, ErrInvalid)
+			return nil, invalidf("node %s still runs task %s: drain it first", c.Name, t.ID)
 		}
 	}
 	delete(s.Nodes, c.Name)
@@ -64,7 +64,7 @@ func (*PoolUpsert) Type() MsgType { return MsgPoolUpsert }
 func (c *PoolUpsert) apply(s *State) (any, error) {
 	p := c.Pool
 	if p == nil || p.Name == "" || p.Name == structs.PublicPool || p.Project == "" {
-		return nil, fmt.Errorf("pool: a project pool needs a name other than %q and a project: %w", structs.PublicPool, ErrInvalid)
+		return nil, invalidf("pool: a project pool needs a name other than %q and a project", structs.PublicPool)
 	}
 	for _, o := range s.Pools {
 		if o.Project == p.Project && o.Name != p.Name {
@@ -89,7 +89,7 @@ func (c *PoolRemove) apply(s *State) (any, error) {
 	}
 	for _, n := range s.Nodes {
 		if n.Pool == c.Name {
-			return nil, fmt.Errorf("pool %s still has node %s: move its nodes first: %w", c.Name, n.Name, ErrInvalid)
+			return nil, invalidf("pool %s still has node %s: move its nodes first", c.Name, n.Name)
 		}
 	}
 	delete(s.Pools, c.Name)
@@ -108,14 +108,14 @@ func (*QuotaSet) Type() MsgType { return MsgQuotaSet }
 func (c *QuotaSet) apply(s *State) (any, error) {
 	q := c.Quota
 	if q == nil || q.Scope == "" {
-		return nil, fmt.Errorf("quota: scope is required: %w", ErrInvalid)
+		return nil, invalidf("quota: scope is required")
 	}
 	for k, v := range q.Limits {
 		if err := structs.ValidResourceKey(k); err != nil {
-			return nil, fmt.Errorf("quota %s: %w: %w", q.Scope, err, ErrInvalid)
+			return nil, invalidf("quota %s: %w", q.Scope, err)
 		}
 		if v < 0 {
-			return nil, fmt.Errorf("quota %s: limits[%s] %d is not allowed: use 0 or more: %w", q.Scope, k, v, ErrInvalid)
+			return nil, invalidf("quota %s: limits[%s] %d is not allowed: use 0 or more", q.Scope, k, v)
 		}
 	}
 	s.Quotas[q.Scope] = q.Limits.Clone()
@@ -131,7 +131,7 @@ func (*ClusterUpsert) Type() MsgType { return MsgClusterUpsert }
 
 func (c *ClusterUpsert) apply(s *State) (any, error) {
 	if c.Cluster == nil || c.Cluster.Name == "" {
-		return nil, fmt.Errorf("cluster: name is required: %w", ErrInvalid)
+		return nil, invalidf("cluster: name is required")
 	}
 	s.Clusters[c.Cluster.Name] = c.Cluster
 	return nil, nil

@@ -39,6 +39,15 @@ var (
 	ErrInvalid  = errors.New("invalid")
 )
 
+// invalidError is a refused command: its message says what was wrong and
+// what is allowed; it matches ErrInvalid without saying "invalid".
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string   { return e.err.Error() }
+func (e *invalidError) Unwrap() []error { return []error{e.err, ErrInvalid} }
+
+func invalidf(format string, a ...any) error { return &invalidError{fmt.Errorf(format, a...)} }
+
 // decoders builds an empty command of each type for decoding.
 var decoders = map[MsgType]func() Command{}
 

@@ -40,7 +40,7 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 	}
 	j := c.Job
 	if j == nil || j.ID == "" {
-		return nil, fmt.Errorf("submit: job and job ID are required: %w", ErrInvalid)
+		return nil, invalidf("submit: job and job ID are required")
 	}
 	if s.Jobs[j.ID] != nil {
 		return nil, fmt.Errorf("job ID %s: %w", j.ID, ErrExists)
@@ -85,7 +85,7 @@ func (c *JobCancel) apply(s *State) (any, error) {
 		return nil, fmt.Errorf("job %s: %w", c.ID, ErrNotFound)
 	}
 	if j.State.Ended() {
-		return nil, fmt.Errorf("job %s already ended (%s): %w", c.ID, j.State, ErrInvalid)
+		return nil, invalidf("job %s already ended (%s)", c.ID, j.State)
 	}
 	s.endJob(c.ID, structs.JobCancelled, "cancelled", c.Now, structs.StopCancelled)
 	return nil, nil
@@ -108,11 +108,11 @@ func (c *ServiceScale) apply(s *State) (any, error) {
 	case j == nil:
 		return nil, fmt.Errorf("job %s: %w", c.ID, ErrNotFound)
 	case j.Kind != structs.KindService:
-		return nil, fmt.Errorf("job %s is a %s job: only services scale: %w", c.ID, j.Kind, ErrInvalid)
+		return nil, invalidf("job %s is a %s job: only services scale", c.ID, j.Kind)
 	case j.State.Ended():
-		return nil, fmt.Errorf("job %s already ended: %w", c.ID, ErrInvalid)
+		return nil, invalidf("job %s already ended", c.ID)
 	case c.Replicas < 1 || c.Replicas > structs.MaxReplicas:
-		return nil, fmt.Errorf("replicas %d is not allowed: use 1 to %d: %w", c.Replicas, structs.MaxReplicas, ErrInvalid)
+		return nil, invalidf("replicas %d is not allowed: use 1 to %d", c.Replicas, structs.MaxReplicas)
 	}
 	var live []*structs.Task
 	inProject := 0
@@ -123,7 +123,7 @@ func (c *ServiceScale) apply(s *State) (any, error) {
 	}
 	plan, err := sched.ScaleDown(j, live, c.Replicas)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", err, ErrInvalid)
+		return nil, invalidf("%w", err)
 	}
 	stop := map[structs.TaskID]bool{}
 	for _, id := range plan.Stop {

@@ -37,7 +37,7 @@ func (*PlanCommit) Type() MsgType { return MsgPlanCommit }
 
 func (c *PlanCommit) apply(s *State) (any, error) {
 	if c.Plan == nil {
-		return nil, fmt.Errorf("plan commit: no plan: %w", ErrInvalid)
+		return nil, invalidf("plan commit: no plan")
 	}
 	var res CommitResult
 	use := s.nodeUse()

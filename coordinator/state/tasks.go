@@ -34,7 +34,7 @@ func (c *TaskUpdate) apply(s *State) (any, error) {
 		switch e.State {
 		case structs.TaskRunning, structs.TaskSucceeded, structs.TaskFailed, structs.TaskLost:
 		default:
-			return nil, fmt.Errorf("task %s: state %q is not allowed: use Running, Succeeded, Failed or Lost: %w", e.Task, e.State, ErrInvalid)
+			return nil, invalidf("task %s: state %q is not allowed: use Running, Succeeded, Failed or Lost", e.Task, e.State)
 		}
 	}
 	for _, e := range c.Events {
