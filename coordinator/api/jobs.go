@@ -94,12 +94,16 @@ func parseJobFilter(r *http.Request) (jobFilter, error) {
 	}
 	f := jobFilter{state: structs.JobState(q.Get("state")), owner: structs.UserID(q.Get("owner")),
 		project: structs.ProjectID(q.Get("project")), kind: structs.JobKind(q.Get("kind"))}
-	switch f.state {
-	case "", structs.JobPending, structs.JobScheduled, structs.JobRunning, structs.JobSucceeded, structs.JobFailed, structs.JobCancelled:
-	default:
-		return jobFilter{}, errorf(http.StatusBadRequest, "state %q is not allowed: use Pending, Scheduled, Running, Succeeded, Failed or Cancelled", trunc(string(f.state)))
+	if f.state == "" {
+		return f, nil
 	}
-	return f, nil
+	for _, st := range []structs.JobState{structs.JobPending, structs.JobScheduled, structs.JobRunning, structs.JobSucceeded, structs.JobFailed, structs.JobCancelled} {
+		if strings.EqualFold(string(f.state), string(st)) { // "running" is Running
+			f.state = st
+			return f, nil
+		}
+	}
+	return jobFilter{}, errorf(http.StatusBadRequest, "state %q is not allowed: use Pending, Scheduled, Running, Succeeded, Failed or Cancelled", trunc(string(f.state)))
 }
 
 func (f jobFilter) match(j *structs.Job) bool {
