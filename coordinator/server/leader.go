@@ -143,7 +143,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 
 // minCycleGap is the least time between two scheduling cycles: a burst of
 // submissions wakes the loop once, not once per job.
-func (s *Server) minCycleGap() time.Duration { return min(s.cfg.Cycle/4, 50*time.Millisecond) }
+func (s *Server) minCycleGap() time.Duration { return s.cfg.Cycle / 2 }
 
 // scheduleLoop runs a scheduling cycle every Cycle, or sooner when woken.
 func (s *Server) scheduleLoop(ctx context.Context) {
