@@ -79,6 +79,9 @@ func ParseTokens(data []byte) (TokenFile, error) {
 		}
 		tokens[u.Token] = true
 	}
+	if len(f.Users) == 0 {
+		return TokenFile{}, fmt.Errorf("tokens file lists no users: nobody could use the API: add users: [{name, token, admin}]")
+	}
 	return f, nil
 }
 

@@ -46,7 +46,7 @@ func (c *NodeRemove) apply(s *State) (any, error) {
 	}
 	for _, t := range s.Tasks {
 		if t.Node == c.Name && t.State.HoldsResources() {
-			return nil, invalidf("node %s still runs task %s: drain it first", c.Name, t.ID)
+			return nil, invalidf("node %s still runs task %s: set the node draining (node set with state: draining) so nothing new lands, and delete it once its tasks have ended", c.Name, t.ID)
 		}
 	}
 	delete(s.Nodes, c.Name)
