@@ -130,7 +130,7 @@ func printSubmitted(w io.Writer, sub *wire.SubmitResponse) {
 func waitJob(c *cli.Context, cl *client.Client, id structs.JobID, print bool) (*wire.JobStatus, error) {
 	interval := c.Duration("interval")
 	var last structs.JobState
-	var lastReason string
+	var lastReason, lastWhy string
 	for {
 		js, err := cl.Job(c.Context, id)
 		if err != nil {
@@ -141,6 +141,13 @@ func waitJob(c *cli.Context, cl *client.Client, id structs.JobID, print bool) (*
 			fmt.Fprintf(c.App.Writer, "%s  %s%s\n", when(time.Now()), j.State, reasonSuffix(j.Reason))
 		}
 		last, lastReason = j.State, j.Reason
+		if print && j.State == structs.JobPending {
+			// Say why it waits, and again whenever the reason changes.
+			if w, err := cl.Why(c.Context, id); err == nil && w.Message != "" && w.Message != lastWhy {
+				fmt.Fprintf(c.App.Writer, "%s    why: %s\n", when(time.Now()), w.Message)
+				lastWhy = w.Message
+			}
+		}
 		if j.State == structs.JobRunning || j.State.Ended() {
 			return js, nil
 		}
