@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test bench-sched bench-raft sim fuzz deps demo
+.PHONY: all build test bench-sched bench-raft sim fuzz deps demo gpu-check
 
 all: build
 
@@ -17,6 +17,14 @@ build: deps
 test: deps
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
+
+# atom's GPU preflight on this machine, every GPU nvidia-smi lists allocated
+# (none without nvidia-smi); fails when the preflight does.
+gpu-check: deps
+	$(GO) build -o bin/atom ./atom
+	@accels=$$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr -d ' ' | paste -sd, -); \
+	echo "ATOM_ACCELERATORS=$$accels"; \
+	ATOM_ACCELERATORS="$$accels" ./bin/atom preflight
 
 # Scheduling core throughput: 10,000 nodes, 100,000 pending jobs, one core.
 bench-sched: deps

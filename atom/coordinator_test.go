@@ -1,0 +1,245 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/coordinator/api"
+	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/coordinator/daemon"
+	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+const adminToken = "admin-token-0123456789"
+
+// devCoordinator starts a one-server coordinator with the dev cluster,
+// whose local backend runs jobs as processes, and returns its client.
+func devCoordinator(t *testing.T) (*daemon.Daemon, *client.Client) {
+	t.Helper()
+	tokens, err := api.ParseTokens([]byte("users:\n  - {name: dev, token: " + adminToken + ", admin: true}\n"))
+	require.NoError(t, err)
+	cluster, err := daemon.DevCluster()
+	require.NoError(t, err)
+	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tokens, Cluster: cluster,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg.Server = server.Config{ID: "dev", RaftAddr: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true,
+		HeartbeatTTL: 3 * time.Second, Cycle: 50 * time.Millisecond, StopGrace: 2 * time.Second}
+	d, err := daemon.Start(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d, client.New(d.URL, adminToken)
+}
+
+// submit submits a job running command and returns its ID; it retries
+// until the dev cluster's config has landed.
+func submit(t *testing.T, c *client.Client, name string, resources map[string]any, command ...string) structs.JobID {
+	t.Helper()
+	spec, err := json.Marshal(map[string]any{"kind": "command", "name": name, "command": command, "resources": resources})
+	require.NoError(t, err)
+	var id structs.JobID
+	require.Eventually(t, func() bool {
+		r, err := c.SubmitJob(context.Background(), spec, "req-"+name)
+		if err == nil {
+			id = r.JobID
+		}
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	return id
+}
+
+// waitJob waits until job id has ended and returns it.
+func waitJob(t *testing.T, c *client.Client, id structs.JobID) *structs.Job {
+	t.Helper()
+	var job *structs.Job
+	require.Eventually(t, func() bool {
+		st, err := c.Job(context.Background(), id)
+		if err == nil {
+			job = st.Job
+		}
+		return err == nil && st.Job.State.Ended()
+	}, 20*time.Second, 20*time.Millisecond)
+	return job
+}
+
+// beat is one heartbeat atom sent and how the coordinator answered.
+type beat struct {
+	State  structs.TaskState
+	Exit   int
+	Status int
+}
+
+// recorder is a reverse proxy in front of the coordinator that records
+// atom's heartbeats, so a test sees what atom itself reported (the local
+// backend reports on its processes as well).
+type recorder struct {
+	URL   string
+	mu    sync.Mutex
+	beats []beat // guarded by mu
+}
+
+func newRecorder(t *testing.T, target string) *recorder {
+	t.Helper()
+	u, err := url.Parse(target)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	r := &recorder{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		var ev struct {
+			State    structs.TaskState `json:"state"`
+			ExitCode int               `json:"exitCode"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		proxy.ServeHTTP(sw, req)
+		if strings.HasSuffix(req.URL.Path, "/heartbeat") {
+			r.mu.Lock()
+			r.beats = append(r.beats, beat{State: ev.State, Exit: ev.ExitCode, Status: sw.status})
+			r.mu.Unlock()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	r.URL = srv.URL
+	return r
+}
+
+func (r *recorder) Beats() []beat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]beat(nil), r.beats...)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) { w.status = code; w.ResponseWriter.WriteHeader(code) }
+
+// TestHeartbeatsReachCoordinator: a job whose command is atom run, on a
+// real coordinator: atom reports Running while the job runs and Succeeded
+// at the end, and the job ends Succeeded.
+func TestHeartbeatsReachCoordinator(t *testing.T) {
+	t.Parallel()
+	d, c := devCoordinator(t)
+	rec := newRecorder(t, d.URL)
+	fifo := filepath.Join(t.TempDir(), "go")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	id := submit(t, c, "beats", map[string]any{"cpu": 1, "memory": "1Gi"},
+		atomBin, "run", "--coordinator", rec.URL, "--heartbeat", "100ms", "--", "sh", "-c", "read line < "+fifo)
+
+	// The job runs until the test writes to the FIFO: first atom's beats.
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, b := range rec.Beats() {
+			if b.State == structs.TaskRunning && b.Status == http.StatusOK {
+				n++
+			}
+		}
+		return n >= 2
+	}, 10*time.Second, 10*time.Millisecond, "atom heartbeats Running")
+	st, err := c.Job(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, structs.JobRunning, st.Job.State)
+	assert.Equal(t, structs.TaskRunning, st.Tasks[0].State)
+
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("go\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	job := waitJob(t, c, id)
+	assert.Equal(t, structs.JobSucceeded, job.State)
+	beats := rec.Beats()
+	require.NotEmpty(t, beats)
+	assert.Equal(t, beat{State: structs.TaskSucceeded, Status: http.StatusOK}, beats[len(beats)-1], "atom's final report")
+	for _, b := range beats[:len(beats)-1] {
+		assert.Equal(t, beat{State: structs.TaskRunning, Status: http.StatusOK}, b)
+	}
+	st, err = c.Job(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, structs.TaskSucceeded, st.Tasks[0].State)
+}
+
+// TestFailedPreflightFailsTask: a task allocated an A100 on a machine
+// without NVML ends Failed with the preflight's message, its command not
+// started.
+func TestFailedPreflightFailsTask(t *testing.T) {
+	t.Parallel()
+	d, c := devCoordinator(t)
+	rec := newRecorder(t, d.URL)
+	marker := filepath.Join(t.TempDir(), "ran")
+	id := submit(t, c, "gpu", map[string]any{"accelerators": map[string]any{"type": "A100", "count": 1}},
+		atomBin, "run", "--coordinator", rec.URL, "--", "touch", marker)
+	job := waitJob(t, c, id)
+	assert.Equal(t, structs.JobFailed, job.State)
+	assert.Equal(t, "replica 0 failed with exit code 3: gpu preflight failed: nvml: accelerators allocated but NVML is not available (1 A100 allocated)", job.Reason)
+	assert.Equal(t, []beat{{State: structs.TaskFailed, Exit: 3, Status: http.StatusOK}}, rec.Beats())
+	assert.NoFileExists(t, marker)
+}
+
+// TestCoordinatorStopsTask: when the coordinator says the task is
+// stopping or has ended, atom stops its job (SIGTERM first) and exits with
+// its status. The job's own process only publishes its allocation; the
+// test runs atom with it, so the coordinator, not the local backend,
+// is what stops atom's child.
+func TestCoordinatorStopsTask(t *testing.T) {
+	t.Parallel()
+	d, c := devCoordinator(t)
+	dir := t.TempDir()
+	alloc := filepath.Join(dir, "alloc")
+	id := submit(t, c, "holder", map[string]any{"cpu": 1, "memory": "1Gi"},
+		"sh", "-c", `echo "$ATOM_TASK_ID $ATOM_TOKEN" > `+alloc+`.tmp && mv `+alloc+`.tmp `+alloc+` && exec sleep 1000`)
+	var fields []string
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(alloc)
+		fields = strings.Fields(string(b))
+		return err == nil && len(fields) == 2
+	}, 10*time.Second, 10*time.Millisecond)
+
+	ready := filepath.Join(dir, "ready")
+	cmd := atomCmd(t, []string{"ATOM_COORDINATOR=" + d.URL, "ATOM_TASK_ID=" + fields[0], "ATOM_TOKEN=" + fields[1]},
+		"run", "--heartbeat", "100ms", "--grace", "5s", "--report-timeout", "2s", "--",
+		"sh", "-c", `trap 'kill $!; exit 42' TERM; sleep 100 & touch `+ready+`; wait`)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	require.Eventually(t, func() bool { _, err := os.Stat(ready); return err == nil }, 10*time.Second, 10*time.Millisecond)
+
+	_, err := c.CancelJob(context.Background(), id)
+	require.NoError(t, err)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "output: %s", out.String())
+		assert.Equal(t, 42, ee.ExitCode(), "output: %s", out.String())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("atom did not stop its job after the coordinator stopped the task; output: %s", out.String())
+	}
+	assert.Contains(t, out.String(), "the coordinator stopped the task")
+	assert.Equal(t, structs.JobCancelled, waitJob(t, c, id).State)
+}

@@ -1,0 +1,101 @@
+// Package gpu is atom's accelerator preflight: before a job starts, the
+// GPUs the container sees must be the ones the coordinator allocated
+// (count and model) and healthy (no uncorrectable ECC errors, no page
+// retirement pending).
+//
+// Hardware access sits behind Lister so the check runs on CPU-only CI; the
+// real Lister (NVML) lives in nvml.go.
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNotAvailable means NVML (the driver library) is not on this machine:
+// a CPU machine, or a container started without the NVIDIA runtime.
+var ErrNotAvailable = errors.New("NVML is not available")
+
+// Device is one GPU as NVML reports it.
+type Device struct {
+	Index               int
+	UUID, Name          string
+	UncorrectableECC    uint64 // volatile uncorrectable ECC errors since the driver loaded
+	RetiredPagesPending bool   // a page retirement waits for a reset
+}
+
+// Lister lists the GPUs visible here; it returns ErrNotAvailable (wrapped
+// or not) when there is no NVML.
+type Lister interface {
+	Devices() ([]Device, error)
+}
+
+// Want is what the coordinator allocated.
+type Want struct {
+	Accelerators []int  // allocated device indices; empty means none
+	Type         string // accelerator type, such as "A100"; empty accepts any model
+}
+
+// Result is what the preflight saw.
+type Result struct {
+	Available bool     // NVML answered
+	Devices   []Device // the visible GPUs
+}
+
+// UUIDs returns the visible devices' UUIDs in order.
+func (r Result) UUIDs() []string {
+	out := make([]string, 0, len(r.Devices))
+	for _, d := range r.Devices {
+		out = append(out, d.UUID)
+	}
+	return out
+}
+
+// CheckError is a failed preflight; Check names the check that failed
+// (nvml, list, count, type, ecc, retired-pages).
+type CheckError struct {
+	Check  string
+	Detail string
+}
+
+func (e *CheckError) Error() string {
+	return "gpu preflight failed: " + e.Check + ": " + e.Detail
+}
+
+// Preflight runs the checks against what l lists. Without NVML it passes
+// only when no accelerators were allocated.
+func Preflight(l Lister, w Want) (Result, error) {
+	devs, err := l.Devices()
+	switch {
+	case errors.Is(err, ErrNotAvailable):
+		if len(w.Accelerators) > 0 {
+			return Result{}, &CheckError{Check: "nvml", Detail: fmt.Sprintf("accelerators allocated but NVML is not available (%d %s allocated)", len(w.Accelerators), orAny(w.Type))}
+		}
+		return Result{}, nil
+	case err != nil:
+		return Result{}, &CheckError{Check: "list", Detail: err.Error()}
+	}
+	res := Result{Available: true, Devices: devs}
+	if len(devs) != len(w.Accelerators) {
+		return res, &CheckError{Check: "count", Detail: fmt.Sprintf("%d GPUs visible, %d allocated", len(devs), len(w.Accelerators))}
+	}
+	for _, d := range devs {
+		switch {
+		case w.Type != "" && !strings.Contains(strings.ToLower(d.Name), strings.ToLower(w.Type)):
+			return res, &CheckError{Check: "type", Detail: fmt.Sprintf("GPU %d (%s) is %q, allocated %s", d.Index, d.UUID, d.Name, w.Type)}
+		case d.UncorrectableECC > 0:
+			return res, &CheckError{Check: "ecc", Detail: fmt.Sprintf("GPU %d (%s) has %d uncorrectable ECC errors", d.Index, d.UUID, d.UncorrectableECC)}
+		case d.RetiredPagesPending:
+			return res, &CheckError{Check: "retired-pages", Detail: fmt.Sprintf("GPU %d (%s) has a page retirement pending", d.Index, d.UUID)}
+		}
+	}
+	return res, nil
+}
+
+func orAny(t string) string {
+	if t == "" {
+		return "GPUs"
+	}
+	return t
+}

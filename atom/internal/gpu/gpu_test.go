@@ -1,0 +1,76 @@
+package gpu_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/atom/internal/gpu"
+)
+
+// fakeLister is the hardware boundary's test double.
+type fakeLister struct {
+	devs []gpu.Device
+	err  error
+}
+
+func (f fakeLister) Devices() ([]gpu.Device, error) { return f.devs, f.err }
+
+func a100(i int) gpu.Device {
+	return gpu.Device{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Name: "NVIDIA A100-SXM4-80GB"}
+}
+
+func TestPreflight(t *testing.T) {
+	t.Parallel()
+	noNVML := fakeLister{err: fmt.Errorf("%w: library not found", gpu.ErrNotAvailable)}
+	cases := map[string]struct {
+		lister    gpu.Lister
+		want      gpu.Want
+		available bool
+		check     string // the failed check; "" passes
+		msg       string
+	}{
+		"cpu task without nvml":      {lister: noNVML},
+		"gpu task without nvml":      {lister: noNVML, want: gpu.Want{Accelerators: []int{0}, Type: "A100"}, check: "nvml", msg: "accelerators allocated but NVML is not available"},
+		"match":                      {lister: fakeLister{devs: []gpu.Device{a100(0), a100(1)}}, want: gpu.Want{Accelerators: []int{2, 3}, Type: "a100"}, available: true},
+		"any type":                   {lister: fakeLister{devs: []gpu.Device{a100(0)}}, want: gpu.Want{Accelerators: []int{0}}, available: true},
+		"cpu task on a gpu host":     {lister: fakeLister{devs: []gpu.Device{}}, available: true},
+		"too many visible":           {lister: fakeLister{devs: []gpu.Device{a100(0), a100(1)}}, want: gpu.Want{Accelerators: []int{0}}, available: true, check: "count", msg: "2 GPUs visible, 1 allocated"},
+		"too few visible":            {lister: fakeLister{devs: []gpu.Device{a100(0)}}, want: gpu.Want{Accelerators: []int{0, 1}}, available: true, check: "count"},
+		"wrong model":                {lister: fakeLister{devs: []gpu.Device{a100(0)}}, want: gpu.Want{Accelerators: []int{0}, Type: "H100"}, available: true, check: "type", msg: `is "NVIDIA A100-SXM4-80GB", allocated H100`},
+		"ecc errors":                 {lister: fakeLister{devs: []gpu.Device{a100(0), {Index: 1, UUID: "GPU-1", Name: "NVIDIA A100", UncorrectableECC: 2}}}, want: gpu.Want{Accelerators: []int{0, 1}}, available: true, check: "ecc", msg: "GPU 1 (GPU-1) has 2 uncorrectable ECC errors"},
+		"retirement pending":         {lister: fakeLister{devs: []gpu.Device{{Index: 0, UUID: "GPU-0", Name: "A100", RetiredPagesPending: true}}}, want: gpu.Want{Accelerators: []int{0}}, available: true, check: "retired-pages"},
+		"nvml fails for other cause": {lister: fakeLister{err: errors.New("nvml init: insufficient permissions")}, check: "list", msg: "insufficient permissions"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res, err := gpu.Preflight(tc.lister, tc.want)
+			assert.Equal(t, tc.available, res.Available)
+			if tc.check == "" {
+				require.NoError(t, err)
+				assert.Len(t, res.UUIDs(), len(res.Devices))
+				return
+			}
+			var ce *gpu.CheckError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tc.check, ce.Check)
+			assert.Contains(t, err.Error(), "gpu preflight failed: "+tc.check+": ")
+			assert.Contains(t, err.Error(), tc.msg)
+		})
+	}
+}
+
+// TestNVMLNotAvailableHere: the CI machines have no NVIDIA driver, so the
+// real lister says so instead of failing otherwise. On a GPU machine
+// (make gpu-check) it lists devices instead.
+func TestNVMLNotAvailableHere(t *testing.T) {
+	devs, err := gpu.NVML{}.Devices()
+	if err == nil {
+		t.Skipf("NVML is available here (%d GPUs): make gpu-check covers this machine", len(devs))
+	}
+	assert.ErrorIs(t, err, gpu.ErrNotAvailable)
+}

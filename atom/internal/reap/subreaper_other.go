@@ -1,0 +1,8 @@
+//go:build !linux
+
+package reap
+
+import "errors"
+
+// BecomeSubreaper is only supported on Linux.
+func BecomeSubreaper() error { return errors.New("child subreaper is only supported on Linux") }

@@ -1,0 +1,100 @@
+// Package report sends atom's heartbeats and final status to the
+// coordinator (POST /v1/tasks/{id}/heartbeat with the allocation token).
+//
+// A coordinator that is away (no answer, 503, a leader election) is
+// retried with backoff and never stops the job; only the coordinator
+// saying the task has ended (409) or must stop (state Stopping) does.
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// StopError is the coordinator asking atom to stop its job.
+type StopError struct {
+	Reason string
+}
+
+func (e *StopError) Error() string { return "the coordinator stopped the task: " + e.Reason }
+
+// Reporter reports on one task.
+type Reporter struct {
+	client *client.Client
+	task   structs.TaskID
+	token  string
+	every  time.Duration
+	log    *slog.Logger
+}
+
+// New returns a reporter for task at the coordinator addr, heartbeating
+// every period. It retries on its own schedule, so its client does not.
+func New(addr string, task structs.TaskID, token string, every time.Duration, log *slog.Logger) *Reporter {
+	c := client.New(addr, "")
+	c.Retries = 0
+	c.HTTP = &httpClient // bounded requests: a hung coordinator is a failed beat
+	return &Reporter{client: c, task: task, token: token, every: every, log: log}
+}
+
+// Run heartbeats state Running now and then every period until ctx ends
+// (it returns nil) or the coordinator wants the task stopped (it returns
+// a *StopError). Failed beats are retried with backoff up to the period.
+func (r *Reporter) Run(ctx context.Context) error {
+	fails := 0
+	for {
+		resp, err := r.client.Heartbeat(ctx, r.task, r.token, wire.Heartbeat{State: structs.TaskRunning, Time: time.Now()})
+		wait := r.every
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, client.ErrConflict):
+			return &StopError{Reason: err.Error()}
+		case err != nil:
+			fails++
+			wait = min(client.DefaultBackoff(fails), r.every)
+			r.log.Warn("heartbeat failed; the job carries on", "task", r.task, "failures", fails, "err", err)
+		case resp.State == structs.TaskStopping:
+			return &StopError{Reason: "task is stopping: " + string(resp.StopReason)}
+		default:
+			fails = 0
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Final reports the task's end, retrying with backoff until the
+// coordinator takes it or ctx ends. A coordinator that already holds the
+// task as ended (409) counts as taken.
+func (r *Reporter) Final(ctx context.Context, state structs.TaskState, exitCode int, msg string) error {
+	ev := wire.Heartbeat{State: state, ExitCode: exitCode, Message: msg, Time: time.Now()}
+	for n := 1; ; n++ {
+		_, err := r.client.Heartbeat(ctx, r.task, r.token, ev)
+		var ce *client.Error
+		switch {
+		case err == nil, errors.Is(err, client.ErrConflict):
+			return nil
+		case errors.As(err, &ce) && ce.Status != 503:
+			return fmt.Errorf("report %s: %w", state, err) // refused for good
+		}
+		t := time.NewTimer(client.DefaultBackoff(n))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("report %s: gave up: %w", state, err)
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,58 @@
+// Command atom is the ENTRYPOINT of every job container: it checks the
+// allocated accelerators, runs the job's command as its child, forwards
+// signals, reaps orphans as PID 1, heartbeats to the coordinator and
+// exits with the job's status. See DESIGN.md §6.
+//
+//	atom run -- CMD [ARGS...]   preflight, then run CMD under supervision
+//	atom preflight              only the GPU preflight, as key=value lines
+//
+// Its allocation comes from the environment the backend sets: ATOM_COORDINATOR,
+// ATOM_TASK_ID, ATOM_TOKEN, ATOM_JOB_ID, ATOM_REPLICA, ATOM_REPLICAS,
+// ATOM_ACCEL_TYPE and ATOM_ACCELERATORS. Without ATOM_COORDINATOR it runs
+// the command standalone, so images work outside atom.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes of atom itself; otherwise atom exits with its job's status.
+const (
+	exitUsage     = 2   // bad flags or environment
+	exitPreflight = 3   // the GPU preflight failed; the command was not started
+	exitNoStart   = 127 // the command could not be started
+)
+
+func main() {
+	if err := app().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "atom:", err)
+		os.Exit(exitUsage)
+	}
+}
+
+func app() *cli.App {
+	return &cli.App{
+		Name:     "atom",
+		Usage:    "the in-container agent of atom jobs",
+		Commands: []*cli.Command{runCommand(), preflightCommand()},
+		// Exit codes are the job's: cli.Exit carries them out of Run.
+		ExitErrHandler: func(_ *cli.Context, err error) { cli.HandleExitCoder(err) },
+	}
+}
+
+// allocFlags are the allocation, read from the ATOM_* environment.
+func allocFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "coordinator", EnvVars: []string{"ATOM_COORDINATOR"}, Usage: "coordinator URL; empty runs standalone"},
+		&cli.StringFlag{Name: "task", EnvVars: []string{"ATOM_TASK_ID"}, Usage: "this task's ID"},
+		&cli.StringFlag{Name: "token", EnvVars: []string{"ATOM_TOKEN"}, Usage: "this task's allocation token"},
+		&cli.StringFlag{Name: "job", EnvVars: []string{"ATOM_JOB_ID"}, Usage: "the job's ID"},
+		&cli.IntFlag{Name: "replica", EnvVars: []string{"ATOM_REPLICA"}, Usage: "this task's replica index"},
+		&cli.IntFlag{Name: "replicas", EnvVars: []string{"ATOM_REPLICAS"}, Usage: "the job's replica count"},
+		&cli.StringFlag{Name: "accel-type", EnvVars: []string{"ATOM_ACCEL_TYPE"}, Usage: "allocated accelerator model, such as A100"},
+		&cli.StringFlag{Name: "accelerators", EnvVars: []string{"ATOM_ACCELERATORS"}, Usage: "allocated accelerator indices, comma-separated"},
+	}
+}
