@@ -94,6 +94,25 @@ type recorder struct {
 	URL   string
 	mu    sync.Mutex
 	beats []beat // guarded by mu
+	down  bool   // guarded by mu: answer 503 without asking the coordinator
+}
+
+// SetDown starts or ends a coordinator outage as atom sees it.
+func (r *recorder) SetDown(down bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.down = down
+}
+
+// count counts the beats in state answered with status.
+func (r *recorder) count(state structs.TaskState, status int) int {
+	n := 0
+	for _, b := range r.Beats() {
+		if b.State == state && b.Status == status {
+			n++
+		}
+	}
+	return n
 }
 
 func newRecorder(t *testing.T, target string) *recorder {
@@ -111,7 +130,14 @@ func newRecorder(t *testing.T, target string) *recorder {
 		}
 		_ = json.Unmarshal(body, &ev)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		proxy.ServeHTTP(sw, req)
+		r.mu.Lock()
+		down := r.down
+		r.mu.Unlock()
+		if down {
+			http.Error(sw, `{"error":"no leader"}`, http.StatusServiceUnavailable)
+		} else {
+			proxy.ServeHTTP(sw, req)
+		}
 		if strings.HasSuffix(req.URL.Path, "/heartbeat") {
 			r.mu.Lock()
 			r.beats = append(r.beats, beat{State: ev.State, Exit: ev.ExitCode, Status: sw.status})
@@ -137,8 +163,9 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(code int) { w.status = code; w.ResponseWriter.WriteHeader(code) }
 
 // TestHeartbeatsReachCoordinator: a job whose command is atom run, on a
-// real coordinator: atom reports Running while the job runs and Succeeded
-// at the end, and the job ends Succeeded.
+// real coordinator: atom reports Running while the job runs, rides out a
+// coordinator outage without touching the job, reports Succeeded at the
+// end, and the job ends Succeeded.
 func TestHeartbeatsReachCoordinator(t *testing.T) {
 	t.Parallel()
 	d, c := devCoordinator(t)
@@ -149,19 +176,24 @@ func TestHeartbeatsReachCoordinator(t *testing.T) {
 		atomBin, "run", "--coordinator", rec.URL, "--heartbeat", "100ms", "--", "sh", "-c", "read line < "+fifo)
 
 	// The job runs until the test writes to the FIFO: first atom's beats.
-	require.Eventually(t, func() bool {
-		n := 0
-		for _, b := range rec.Beats() {
-			if b.State == structs.TaskRunning && b.Status == http.StatusOK {
-				n++
-			}
-		}
-		return n >= 2
-	}, 10*time.Second, 10*time.Millisecond, "atom heartbeats Running")
+	require.Eventually(t, func() bool { return rec.count(structs.TaskRunning, http.StatusOK) >= 2 },
+		10*time.Second, 10*time.Millisecond, "atom heartbeats Running")
 	st, err := c.Job(context.Background(), id)
 	require.NoError(t, err)
 	assert.Equal(t, structs.JobRunning, st.Job.State)
 	assert.Equal(t, structs.TaskRunning, st.Tasks[0].State)
+
+	// An outage: atom keeps trying and the job keeps running.
+	rec.SetDown(true)
+	require.Eventually(t, func() bool { return rec.count(structs.TaskRunning, http.StatusServiceUnavailable) >= 3 },
+		10*time.Second, 10*time.Millisecond, "atom retries through the outage")
+	ok := rec.count(structs.TaskRunning, http.StatusOK)
+	rec.SetDown(false)
+	require.Eventually(t, func() bool { return rec.count(structs.TaskRunning, http.StatusOK) > ok },
+		10*time.Second, 10*time.Millisecond, "atom heartbeats again after the outage")
+	st, err = c.Job(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, structs.JobRunning, st.Job.State, "the outage did not touch the job")
 
 	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 	require.NoError(t, err)
@@ -175,7 +207,8 @@ func TestHeartbeatsReachCoordinator(t *testing.T) {
 	require.NotEmpty(t, beats)
 	assert.Equal(t, beat{State: structs.TaskSucceeded, Status: http.StatusOK}, beats[len(beats)-1], "atom's final report")
 	for _, b := range beats[:len(beats)-1] {
-		assert.Equal(t, beat{State: structs.TaskRunning, Status: http.StatusOK}, b)
+		assert.Equal(t, structs.TaskRunning, b.State)
+		assert.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable}, b.Status)
 	}
 	st, err = c.Job(context.Background(), id)
 	require.NoError(t, err)
