@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -39,6 +40,10 @@ func (s *server) submitJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 	}
 	res, err := s.apply(r.Context(), cmd)
 	if err != nil {
+		var na interface{ NotApplied() bool }
+		if errors.As(err, &na) && na.NotApplied() {
+			return 0, nil, errorf(http.StatusServiceUnavailable, "submit job %s: %v: nothing was applied: submit again", job.Name, err)
+		}
 		if status, _ := classify(err); status == http.StatusServiceUnavailable {
 			how := fmt.Sprintf("retry with the same request ID (%s: %s)", wire.HeaderIdempotencyKey, key)
 			if key == "" {

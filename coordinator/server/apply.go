@@ -43,6 +43,10 @@ func (e *NotLeaderError) Error() string {
 // Unwrap lets errors.Is match ErrNotLeader.
 func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }
 
+// NotApplied reports that the command was certainly not applied (callers
+// outside this package test for the method, not the type).
+func (e *NotLeaderError) NotApplied() bool { return true }
+
 // Apply commits c through Raft and returns the command's result, or its
 // domain error as the state machine returned it (errors.Is works with the
 // state and sched sentinels). It must run on the leader: a follower returns
