@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -275,4 +276,31 @@ func TestCoordinatorStopsTask(t *testing.T) {
 	}
 	assert.Contains(t, out.String(), "the coordinator stopped the task")
 	assert.Equal(t, structs.JobCancelled, waitJob(t, c, id).State)
+}
+
+// TestReportsMoveToAnotherServer: ATOM_COORDINATOR lists every server;
+// with the first one gone, atom's reports reach the next and the job ends
+// Succeeded (a task outlives the server that started it).
+func TestReportsMoveToAnotherServer(t *testing.T) {
+	t.Parallel()
+	d, c := devCoordinator(t)
+	rec := newRecorder(t, d.URL)
+	dead := "http://" + freeLoopback(t) // nothing listens there
+	id := submit(t, c, "failover", map[string]any{"cpu": 1, "memory": "1Gi"},
+		atomBin, "run", "--coordinator", dead+","+rec.URL, "--heartbeat", "100ms", "--", "sh", "-c", "exit 0")
+	job := waitJob(t, c, id)
+	assert.Equal(t, structs.JobSucceeded, job.State)
+	beats := rec.Beats()
+	require.NotEmpty(t, beats)
+	assert.Equal(t, beat{State: structs.TaskSucceeded, Status: http.StatusOK}, beats[len(beats)-1], "the final report went to the live server")
+}
+
+// freeLoopback returns a loopback host:port nothing listens on.
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
 }

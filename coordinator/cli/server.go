@@ -36,7 +36,27 @@ func commonServerFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "cycle", Value: server.DefaultCycle, Usage: "scheduling period"},
 		&cli.DurationFlag{Name: "retention", Value: server.DefaultRetention, Usage: "how long ended jobs are kept"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+		&cli.StringFlag{Name: "atom", Usage: "atom binary to run each task under (default: atom next to this binary, if there); \"none\" runs commands bare"},
 	}
+}
+
+// atomPath finds the atom binary for the local backend.
+func atomPath(flag string) string {
+	switch flag {
+	case "none":
+		return ""
+	case "":
+		exe, err := os.Executable()
+		if err != nil {
+			return ""
+		}
+		p := filepath.Join(filepath.Dir(exe), "atom")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+		return ""
+	}
+	return flag
 }
 
 func serverCommand() *cli.Command {
@@ -155,6 +175,7 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 		return daemon.Config{}, usagef("--log-level %q: use debug, info, warn or error", c.String("log-level"))
 	}
 	cfg := daemon.Config{
+		Atom:      atomPath(c.String("atom")),
 		HTTPAddr:  c.String("http-addr"),
 		Advertise: c.String("advertise"),
 		Logger:    slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: lvl})),

@@ -11,10 +11,13 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/api"
@@ -42,9 +45,12 @@ type Config struct {
 	// nodes and quotas (upserts, so applying it again changes nothing).
 	Cluster *structs.ClusterConfig
 	// WorkDir holds the local backend's task directories; default
-	// DataDir/work. Empty Backend means "local".
+	// DataDir/work.
 	WorkDir string
-	Logger  *slog.Logger
+	// Atom is the atom binary the local backend runs each command under;
+	// empty runs commands bare (the backend then reports for them).
+	Atom   string
+	Logger *slog.Logger
 }
 
 // Daemon is a running coordinator process.
@@ -108,7 +114,13 @@ func Start(cfg Config) (*Daemon, error) {
 	if ttl <= 0 {
 		ttl = server.DefaultHeartbeatTTL
 	}
-	lb := NewLocalBackend(run, srv, url, ttl/3, log)
+	addrs := []string{url}
+	for _, id := range slices.Sorted(maps.Keys(peers)) {
+		if id != cfg.Server.ID {
+			addrs = append(addrs, peers[id])
+		}
+	}
+	lb := NewLocalBackend(run, srv, strings.Join(addrs, ","), cfg.Atom, ttl/3, log)
 	srv.SetBackend(lb)
 
 	mux := http.NewServeMux()

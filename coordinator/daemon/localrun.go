@@ -28,7 +28,8 @@ type Heartbeater interface {
 type LocalBackend struct {
 	run   *local.Backend
 	hb    Heartbeater
-	addr  string // the coordinator's HTTP address tasks are told
+	addr  string // the coordinators' HTTP addresses tasks are told (comma-separated)
+	atom  string // the atom binary to run commands under; "" runs them bare
 	every time.Duration
 	log   *slog.Logger
 
@@ -38,10 +39,13 @@ type LocalBackend struct {
 	wg     sync.WaitGroup
 }
 
-// NewLocalBackend starts the reporting loops over run. every is the
-// heartbeat period (a third of the heartbeat TTL is a good value).
-func NewLocalBackend(run *local.Backend, hb Heartbeater, httpAddr string, every time.Duration, log *slog.Logger) *LocalBackend {
-	b := &LocalBackend{run: run, hb: hb, addr: httpAddr, every: every, log: log,
+// NewLocalBackend starts the reporting loops over run. httpAddrs are the
+// URLs of every coordinator server, this one first, comma-separated. With
+// atom set, each command runs under `atom run`, which heartbeats for
+// itself to any of them, so tasks outlive the server that started them.
+// every is the heartbeat period (a third of the heartbeat TTL).
+func NewLocalBackend(run *local.Backend, hb Heartbeater, httpAddrs, atom string, every time.Duration, log *slog.Logger) *LocalBackend {
+	b := &LocalBackend{run: run, hb: hb, addr: httpAddrs, atom: atom, every: every, log: log,
 		tokens: map[structs.TaskID]string{}, done: make(chan struct{})}
 	b.wg.Add(2)
 	go b.pump()
@@ -59,6 +63,9 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 	if len(cmd) == 0 {
 		return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127,
 			Message: "the job has no command: give command (and args) in its spec"})
+	}
+	if b.atom != "" {
+		cmd = append([]string{b.atom, "run", "--"}, cmd...)
 	}
 	env := map[string]string{}
 	for k, v := range j.Env {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/api/wire"
@@ -25,22 +26,44 @@ type StopError struct {
 
 func (e *StopError) Error() string { return "the coordinator stopped the task: " + e.Reason }
 
-// Reporter reports on one task.
+// Reporter reports on one task. It knows every coordinator server it was
+// given and moves to the next one when a report fails, so a task outlives
+// the server that started it.
 type Reporter struct {
-	client *client.Client
-	task   structs.TaskID
-	token  string
-	every  time.Duration
-	log    *slog.Logger
+	clients []*client.Client
+	cur     int // index of the server reports go to now
+	client  *client.Client
+	task    structs.TaskID
+	token   string
+	every   time.Duration
+	log     *slog.Logger
 }
 
-// New returns a reporter for task at the coordinator addr, heartbeating
-// every period. It retries on its own schedule, so its client does not.
-func New(addr string, task structs.TaskID, token string, every time.Duration, log *slog.Logger) *Reporter {
-	c := client.New(addr, "")
-	c.Retries = 0
-	c.HTTP = &httpClient // bounded requests: a hung coordinator is a failed beat
-	return &Reporter{client: c, task: task, token: token, every: every, log: log}
+// New returns a reporter for task at the coordinator addrs (one URL, or
+// several separated by commas: every server of the cluster), heartbeating
+// every period. It retries on its own schedule, so its clients do not.
+func New(addrs string, task structs.TaskID, token string, every time.Duration, log *slog.Logger) *Reporter {
+	r := &Reporter{task: task, token: token, every: every, log: log}
+	for _, a := range strings.Split(addrs, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		c := client.New(a, "")
+		c.Retries = 0
+		c.HTTP = &httpClient // bounded requests: a hung coordinator is a failed beat
+		r.clients = append(r.clients, c)
+	}
+	if len(r.clients) == 0 {
+		r.clients = append(r.clients, client.New(addrs, ""))
+	}
+	r.client = r.clients[0]
+	return r
+}
+
+// next moves reports to the next server (after a failed report).
+func (r *Reporter) next() {
+	r.cur = (r.cur + 1) % len(r.clients)
+	r.client = r.clients[r.cur]
 }
 
 // Run heartbeats state Running now and then every period until ctx ends
@@ -59,7 +82,8 @@ func (r *Reporter) Run(ctx context.Context) error {
 		case err != nil:
 			fails++
 			wait = min(client.DefaultBackoff(fails), r.every)
-			r.log.Warn("heartbeat failed; the job carries on", "task", r.task, "failures", fails, "err", err)
+			r.log.Warn("heartbeat failed; the job carries on", "task", r.task, "failures", fails, "coordinator", r.client.Addr(), "err", err)
+			r.next()
 		case resp.State == structs.TaskStopping:
 			return &StopError{Reason: "task is stopping: " + string(resp.StopReason)}
 		default:
@@ -89,6 +113,7 @@ func (r *Reporter) Final(ctx context.Context, state structs.TaskState, exitCode 
 		case errors.As(err, &ce) && ce.Status != 503:
 			return fmt.Errorf("report %s: %w", state, err) // refused for good
 		}
+		r.next()
 		t := time.NewTimer(client.DefaultBackoff(n))
 		select {
 		case <-ctx.Done():
