@@ -29,7 +29,7 @@ func runCommand() *cli.Command {
 		Usage:     "run the job's command under atom's supervision",
 		ArgsUsage: "-- CMD [ARGS...]",
 		Flags: append(allocFlags(),
-			&cli.DurationFlag{Name: "heartbeat", Value: 5 * time.Second, Usage: "heartbeat period"},
+			&cli.DurationFlag{Name: "heartbeat", Value: 5 * time.Second, EnvVars: []string{"ATOM_HEARTBEAT"}, Usage: "heartbeat period (the coordinator sets it to a third of its heartbeat TTL)"},
 			&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "SIGTERM to SIGKILL when the coordinator stops the task"},
 			&cli.DurationFlag{Name: "report-timeout", Value: time.Minute, Usage: "how long to retry the final report"},
 			&cli.BoolFlag{Name: "reap", Value: os.Getpid() == 1, DefaultText: "true as PID 1", Usage: "reap orphaned descendants (as PID 1, or as a child subreaper)"},

@@ -74,6 +74,7 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 	for k, v := range TaskEnv(t, j, b.addr, token) {
 		env[k] = v
 	}
+	env["ATOM_HEARTBEAT"] = b.every.String()
 	return b.run.Start(context.Background(), local.Launch{TaskID: string(t.ID), JobID: string(j.ID), Attempt: t.Attempt, Command: cmd, Env: env})
 }
 
