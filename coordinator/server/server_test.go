@@ -76,13 +76,13 @@ func TestFailoverDuringSubmissions(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 3, nil)
 	var nodes []*structs.Node
-	for i := range 8 {
+	for i := range 16 { // 1,024 cores: room for every job
 		nodes = append(nodes, st.C64(fmt.Sprintf("c%d", i)))
 	}
 	c.seed(nodes...)
 	old := c.leader()
 
-	const clients, perClient = 4, 60
+	const clients, perClient = 4, 250 // 1,000 submissions, as the issue asks
 	var (
 		mu       sync.Mutex
 		acked    = map[string]structs.JobID{} // request ID -> job
