@@ -41,6 +41,13 @@ sim: deps
 
 fuzz: deps
 	$(GO) test ./pkg/structs -run '^$$' -fuzz FuzzParseJobSpec -fuzztime 60s
+	$(GO) test ./coordinator/api -run '^$$' -fuzz '^FuzzSubmitJob$$' -fuzztime 2000x
+	$(GO) test ./coordinator/api -run '^$$' -fuzz '^FuzzScale$$' -fuzztime 2000x
+	$(GO) test ./coordinator/api -run '^$$' -fuzz '^FuzzPutQuota$$' -fuzztime 2000x
+	$(GO) test ./coordinator/api -run '^$$' -fuzz '^FuzzPutPool$$' -fuzztime 2000x
+	$(GO) test ./coordinator/api -run '^$$' -fuzz '^FuzzPutNode$$' -fuzztime 2000x
+	$(GO) test ./coordinator/api -run '^$$' -fuzz '^FuzzPutCluster$$' -fuzztime 2000x
+	$(GO) test ./coordinator/api -run '^$$' -fuzz '^FuzzHeartbeat$$' -fuzztime 2000x
 
 # The end-to-end demo needs the coordinator and the atom agent (issues 3 and 4).
 demo:
