@@ -19,6 +19,9 @@ type TaskEvent struct {
 	Healthy  *bool             `json:"healthy,omitempty"`
 	Message  string            `json:"message,omitempty"`
 	Time     time.Time         `json:"time"`
+	// Endpoint, on a Running event, is where the task's atom serves launch
+	// requests (host:port); empty leaves the recorded one.
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // TaskUpdate applies task events in order. Events for unknown or already
@@ -56,6 +59,9 @@ func (s *State) taskEvent(e TaskEvent) {
 			}
 			if e.Healthy != nil {
 				t.Healthy = *e.Healthy
+			}
+			if e.Endpoint != "" {
+				t.Endpoint = e.Endpoint
 			}
 		})
 		if j != nil && j.State == structs.JobScheduled && s.allRunning(j) {

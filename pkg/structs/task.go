@@ -67,6 +67,10 @@ type Task struct {
 	// StopReason says why a Stopping task is being stopped.
 	StopReason StopReason `json:"stopReason,omitempty"`
 
+	// Endpoint is where the task's atom serves launch requests (atom rsh),
+	// host:port, as its heartbeats last reported it.
+	Endpoint string `json:"endpoint,omitempty"`
+
 	Healthy     bool      `json:"healthy,omitempty"`  // services: passing health checks
 	Restarts    int       `json:"restarts,omitempty"` // crash restarts in this attempt
 	ScheduledAt time.Time `json:"scheduledAt"`
