@@ -1,0 +1,122 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+)
+
+// BinaryPrefix names external job-type plugins: atom-plugin-KIND in the
+// plugin directory.
+const BinaryPrefix = "atom-plugin-"
+
+// Loader finds and starts job types for atom.
+type Loader struct {
+	// Catalog holds the built-ins.
+	Catalog *Catalog
+	// Dir holds external plugins (atom-plugin-KIND); "" looks nowhere.
+	Dir string
+	// Self is the command that serves a built-in out of process; the
+	// kind is appended (atom: [/proc/self/exe plugin serve]). Empty runs
+	// built-ins in-process.
+	Self []string
+	// Stderr receives the plugin processes' logs; os.Stderr when nil.
+	Stderr io.Writer
+}
+
+// Handle is an opened job type; Close stops its process.
+type Handle struct {
+	JobType
+	API    string // the negotiated API version
+	client *goplugin.Client
+}
+
+// Close stops the plugin process, if any.
+func (h *Handle) Close() {
+	if h.client != nil {
+		h.client.Kill()
+	}
+}
+
+// ErrUnknownKind: no built-in or external plugin runs this kind.
+var ErrUnknownKind = errors.New("unknown job kind")
+
+// Open starts the job type for kind and negotiates its API version. An
+// external plugin in Dir wins over a built-in of the same kind.
+func (l *Loader) Open(ctx context.Context, kind string) (*Handle, error) {
+	var cmd *exec.Cmd
+	if l.Dir != "" {
+		p := filepath.Join(l.Dir, BinaryPrefix+kind)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			cmd = exec.Command(p)
+		}
+	}
+	if cmd == nil {
+		f, ok := l.Catalog.Lookup(kind)
+		if !ok {
+			return nil, fmt.Errorf("%w %q: atom runs %v and plugins named %s<kind> in %q", ErrUnknownKind, kind, l.Catalog.Kinds(), BinaryPrefix, l.Dir)
+		}
+		if len(l.Self) == 0 {
+			return negotiate(ctx, &Handle{JobType: f()}, kind)
+		}
+		cmd = exec.Command(l.Self[0], append(l.Self[1:], kind)...)
+	}
+	stderr := l.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	c := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		Plugins:          goplugin.PluginSet{PluginName: &GRPCPlugin{}},
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		Stderr:           stderr,
+		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin." + kind, Output: stderr, Level: hclog.Warn}),
+	})
+	rpc, err := c.Client()
+	if err != nil {
+		c.Kill()
+		return nil, fmt.Errorf("start plugin for kind %q (%s): %w", kind, cmd.Path, err)
+	}
+	raw, err := rpc.Dispense(PluginName)
+	if err != nil {
+		c.Kill()
+		return nil, fmt.Errorf("plugin for kind %q: %w", kind, err)
+	}
+	return negotiate(ctx, &Handle{JobType: raw.(JobType), client: c}, kind)
+}
+
+func negotiate(ctx context.Context, h *Handle, kind string) (*Handle, error) {
+	info, err := h.Info(ctx)
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("plugin for kind %q: %w", kind, err)
+	}
+	if info.Kind != kind {
+		h.Close()
+		return nil, fmt.Errorf("plugin for kind %q says it runs kind %q: rename it %s%s", kind, info.Kind, BinaryPrefix, info.Kind)
+	}
+	if h.API, err = Negotiate(info); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Serve serves jt as a plugin process on stdin/stdout; it returns when
+// the host is done with it. Plugin mains and `atom plugin serve` call it.
+func Serve(jt JobType) {
+	goplugin.Serve(&goplugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		Plugins:         goplugin.PluginSet{PluginName: &GRPCPlugin{Impl: jt}},
+		GRPCServer:      goplugin.DefaultGRPCServer,
+		Logger:          hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn}),
+	})
+}
