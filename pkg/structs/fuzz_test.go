@@ -46,6 +46,10 @@ func checkJobInvariants(t *testing.T, j *Job) {
 	require.GreaterOrEqual(t, j.DowngradeAfter, time.Duration(0))
 	require.Less(t, j.DowngradeAfter, j.PendingTimeout)
 	require.GreaterOrEqual(t, j.MaxPreemptions, 0)
+	require.Equal(t, j.Kind == KindSpark, j.Spark != nil, "spark jobs, and only they, have a spark section")
+	if j.Spark != nil {
+		require.NoError(t, j.Spark.Check())
+	}
 	for i := 0; i < j.NumShapes(); i++ {
 		sh := j.ShapeAt(i)
 		r := sh.Resources

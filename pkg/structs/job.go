@@ -11,7 +11,7 @@ type JobKind string
 
 const (
 	KindMPI     JobKind = "mpi"     // gang: replica 0 launches mpirun across all
-	KindSpark   JobKind = "spark"   // gang: driver + minimum executors
+	KindSpark   JobKind = "spark"   // replica 0 is the driver; executors are Pods, not replicas (see Spark)
 	KindService JobKind = "service" // long-running replicas; minAvailable first
 	KindCommand JobKind = "command" // plain command; a gang when replicas > 1
 )
@@ -118,6 +118,9 @@ type Job struct {
 	RestartPolicy  RestartPolicy       `json:"restartPolicy,omitempty"`
 	MaxPreemptions int                 `json:"maxPreemptions,omitempty"` // 0 = DefaultMaxPreemptions
 	Datasets       []string            `json:"datasets,omitempty"`
+
+	// Spark is a spark job's application and executors; nil for other kinds.
+	Spark *Spark `json:"spark,omitempty"`
 
 	// Status, written only through the coordinator's state machine.
 	State        JobState     `json:"state"`

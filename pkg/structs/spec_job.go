@@ -72,6 +72,8 @@ type JobSpec struct {
 
 	Volumes []Volume   `json:"volumes,omitempty"`
 	Cache   *CacheSpec `json:"cache,omitempty"`
+
+	Spark *SparkSpec `json:"spark,omitempty"` // kind spark only, and required there
 }
 
 // ResourcesSpec is what one replica asks for. Accelerators and devices
@@ -165,7 +167,7 @@ func (s *JobSpec) convert() (*Job, error) {
 	}
 	j := &Job{Kind: s.Kind, Name: s.Name, Project: s.Project, Cluster: s.Cluster, NodeName: s.NodeName,
 		Selector: s.Selector, Image: s.Image}
-	steps := []func(*Job) error{s.identity, s.program, s.shape, s.placement, s.ladder, s.lifecycle, s.storage}
+	steps := []func(*Job) error{s.identity, s.program, s.shape, s.placement, s.ladder, s.lifecycle, s.storage, s.spark}
 	for _, step := range steps {
 		if err := step(j); err != nil {
 			return nil, err

@@ -86,17 +86,19 @@ kind: spark
 name: clean-lidar
 priority: low
 image: registry.local/data/spark:3.5
-args: [clean.py]
 replicas: 5
 resources: {cpu: 8, memory: 32Gi}
 fallbacks: [{replicas: 3}]
+spark: {mainApplicationFile: "local:///opt/spark/jobs/clean.py"}
 `,
 		want: &Job{
 			Kind: KindSpark, Name: "clean-lidar", Owner: "u1", Priority: PriorityLow,
-			Image: "registry.local/data/spark:3.5", Args: []string{"clean.py"},
+			Image:    "registry.local/data/spark:3.5",
 			Replicas: 5, Resources: Resources{MilliCPU: 8000, Memory: 32 * gi},
 			Fallbacks:      []Shape{{Replicas: 3, Resources: Resources{MilliCPU: 8000, Memory: 32 * gi}}},
 			DowngradeAfter: 10 * time.Minute, PendingTimeout: DefaultPendingTimeout, RestartPolicy: RestartNever,
+			Spark: &Spark{MainApplicationFile: "local:///opt/spark/jobs/clean.py", ServiceAccount: "spark",
+				Executor: SparkExecutor{Instances: 2, Cores: 1, Memory: gi}},
 		},
 	}, {
 		name: "high service in its project pool",
