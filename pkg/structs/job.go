@@ -118,6 +118,7 @@ type Job struct {
 	RestartPolicy  RestartPolicy       `json:"restartPolicy,omitempty"`
 	MaxPreemptions int                 `json:"maxPreemptions,omitempty"` // 0 = DefaultMaxPreemptions
 	Datasets       []string            `json:"datasets,omitempty"`
+	MPI            *MPIOptions         `json:"mpi,omitempty"` // kind mpi: ranks per replica, mpirun args
 
 	// Spark is a spark job's application and executors; nil for other kinds.
 	Spark *Spark `json:"spark,omitempty"`

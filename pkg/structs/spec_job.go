@@ -73,6 +73,8 @@ type JobSpec struct {
 	Volumes []Volume   `json:"volumes,omitempty"`
 	Cache   *CacheSpec `json:"cache,omitempty"`
 
+	MPI *MPISpec `json:"mpi,omitempty"` // kind mpi only
+
 	Spark *SparkSpec `json:"spark,omitempty"` // kind spark only, and required there
 }
 
@@ -167,7 +169,7 @@ func (s *JobSpec) convert() (*Job, error) {
 	}
 	j := &Job{Kind: s.Kind, Name: s.Name, Project: s.Project, Cluster: s.Cluster, NodeName: s.NodeName,
 		Selector: s.Selector, Image: s.Image}
-	steps := []func(*Job) error{s.identity, s.program, s.shape, s.placement, s.ladder, s.lifecycle, s.storage, s.spark}
+	steps := []func(*Job) error{s.identity, s.program, s.shape, s.placement, s.ladder, s.lifecycle, s.storage, s.mpi, s.spark}
 	for _, step := range steps {
 		if err := step(j); err != nil {
 			return nil, err

@@ -1,0 +1,79 @@
+package mpi
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/pkg/plugin"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+func TestReadyWorkersNamesTheFirstMissing(t *testing.T) {
+	peers := []wire.Peer{
+		{Task: "j-0-aa", Index: 0, State: structs.TaskRunning},
+		{Task: "j-2-cc", Index: 2, State: structs.TaskRunning, Endpoint: "127.0.0.1:4002"},
+		{Task: "j-1-bb", Index: 1, State: structs.TaskScheduled},
+	}
+	_, why := readyWorkers(peers, 3)
+	assert.Equal(t, "worker replica 1 (task j-1-bb, Scheduled) has not reported a launch endpoint", why)
+	_, why = readyWorkers(peers[:2], 3)
+	assert.Equal(t, "worker replica 1 has not been placed", why)
+
+	peers[2].Endpoint, peers[2].State = "127.0.0.1:4001", structs.TaskRunning
+	ready, why := readyWorkers(peers, 3)
+	require.Empty(t, why)
+	assert.Equal(t, []structs.TaskID{"j-1-bb", "j-2-cc"}, []structs.TaskID{ready[0].Task, ready[1].Task})
+	assert.True(t, loopback(ready))
+	ready[1].Endpoint = "10.0.0.7:7070"
+	assert.False(t, loopback(ready))
+}
+
+func TestHostsAndArgv(t *testing.T) {
+	dir := t.TempDir()
+	workers := []wire.Peer{{Task: "j-1-bb", Index: 1, Endpoint: "127.0.0.1:4001"}, {Task: "j-2-cc", Index: 2, Endpoint: "127.0.0.1:4002"}}
+	hostfile, hosts, err := writeHosts(dir, workers, 2)
+	require.NoError(t, err)
+	b, err := os.ReadFile(hostfile)
+	require.NoError(t, err)
+	assert.Equal(t, "localhost slots=2\nj-1-bb slots=2\nj-2-cc slots=2\n", string(b))
+	b, err = os.ReadFile(hosts)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"j-1-bb":"127.0.0.1:4001","j-2-cc":"127.0.0.1:4002"}`, string(b))
+
+	task := plugin.Task{Replicas: 3, Command: []string{"./allreduce", "x"}, Env: map[string]string{"ATOM_BIN": "/app/atom"}}
+	o := Options{Slots: 2, MpirunArgs: []string{"-x", "NCCL_DEBUG"}}
+	root := []string(nil)
+	if os.Geteuid() == 0 {
+		root = []string{"--allow-run-as-root"}
+	}
+	want := append(append([]string{"mpirun", "--hostfile", hostfile, "-np", "6", "--mca", "plm_rsh_agent", "/app/atom rsh"}, root...),
+		"-x", "NCCL_DEBUG", "./allreduce", "x")
+	assert.Equal(t, want, Argv(task, o, hostfile, false))
+	local := Argv(task, o, hostfile, true)
+	assert.Equal(t, []string{"--bind-to", "none", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"},
+		local[len(want)-4:len(want)-4+11])
+}
+
+func TestOptionsFromTheJob(t *testing.T) {
+	o, err := options(plugin.Task{Accelerators: 8})
+	require.NoError(t, err)
+	assert.Equal(t, Options{Slots: 8, StartTimeout: DefaultStartTimeout}, o)
+	o, err = options(plugin.Task{JobJSON: []byte(`{"mpi":{"slotsPerReplica":3,"mpirunArgs":["-x","A"],"startTimeout":60000000000}}`)})
+	require.NoError(t, err)
+	assert.Equal(t, Options{Slots: 3, MpirunArgs: []string{"-x", "A"}, StartTimeout: time.Minute}, o)
+}
+
+func TestWorkersPrepareToServe(t *testing.T) {
+	ex, err := New().Prepare(context.Background(), "v1", plugin.Task{Replica: 1, Replicas: 2})
+	require.NoError(t, err)
+	assert.Equal(t, plugin.Exec{ServeLaunches: true}, ex)
+	_, err = New().Prepare(context.Background(), "v1", plugin.Task{Replicas: 2, Dir: filepath.Join(t.TempDir())})
+	assert.EqualError(t, err, "the job has no command: give the MPI program (and args) in its spec")
+}
