@@ -24,26 +24,25 @@ const (
 
 // checkTaskToken matches tok against task id's allocation token and, when
 // that fails, against its siblings'. Only allocation tokens count: user
-// tokens, admins' included, are not accepted here.
-func (s *server) checkTaskToken(id structs.TaskID, tok string) (auth taskAuth, job structs.JobID, ts structs.TaskState) {
+// tokens, admins' included, are not accepted here. t is task id (nil if
+// there is no such task) and owner the task whose token tok is.
+func (s *server) checkTaskToken(id structs.TaskID, tok string) (auth taskAuth, t, owner *structs.Task) {
 	s.store.Read(func(st *state.State) {
-		t := st.Tasks[id]
-		if t == nil {
+		if t = st.Tasks[id]; t == nil {
 			return
 		}
-		job, ts = t.Job, t.State
 		if sameToken(tok, st.Tokens[id]) {
-			auth = tokenOwn
+			auth, owner = tokenOwn, t
 			return
 		}
 		for _, o := range st.TasksOf(t.Job) {
 			if sameToken(tok, st.Tokens[o.ID]) {
-				auth = tokenSibling
+				auth, owner = tokenSibling, o
 				return
 			}
 		}
 	})
-	return auth, job, ts
+	return auth, t, owner
 }
 
 var errNoTaskToken = errorf(http.StatusUnauthorized, "no allocation token: atom sends Authorization: Bearer $ATOM_TOKEN, the token of its own task")
@@ -61,13 +60,13 @@ func (s *server) heartbeat(_ http.ResponseWriter, r *http.Request, _ caller) (in
 	if !ok {
 		return 0, nil, errNoTaskToken
 	}
-	switch auth, job, ts := s.checkTaskToken(id, tok); {
+	switch auth, t, _ := s.checkTaskToken(id, tok); {
 	case auth == tokenNone:
 		return 0, nil, errBadTaskToken(id)
 	case auth == tokenSibling:
-		return 0, nil, errorf(http.StatusForbidden, "the token belongs to another task of job %s: each task reports with its own allocation token", job)
-	case !ts.HoldsResources():
-		return 0, nil, errorf(http.StatusConflict, "task %s has ended (%s): stop it", id, ts)
+		return 0, nil, errorf(http.StatusForbidden, "the token belongs to another task of job %s: each task reports with its own allocation token", t.Job)
+	case !t.State.HoldsResources():
+		return 0, nil, errorf(http.StatusConflict, "task %s has ended (%s): stop it", id, t.State)
 	}
 	var ev wire.Heartbeat
 	if err := decodeJSON(r, &ev, "a heartbeat"); err != nil {
@@ -81,6 +80,12 @@ func (s *server) heartbeat(_ http.ResponseWriter, r *http.Request, _ caller) (in
 		return 0, nil, &structs.FieldError{Field: "state", Msg: strconv.Quote(trunc(string(ev.State))) + " is not allowed: use Running, Succeeded or Failed, or leave it out for a plain heartbeat"}
 	case len(ev.Message) > maxEventMessage || !utf8.ValidString(ev.Message):
 		return 0, nil, &structs.FieldError{Field: "message", Msg: "is not allowed: use at most 4096 bytes of UTF-8"}
+	case ev.Endpoint != "" && ev.State != structs.TaskRunning:
+		return 0, nil, &structs.FieldError{Field: "endpoint", Msg: "is only allowed with state Running"}
+	case ev.Endpoint != "":
+		if err := structs.CheckEndpoint(ev.Endpoint); err != nil {
+			return 0, nil, err
+		}
 	}
 	ev.Task = id
 	if ev.Time.IsZero() || ev.Time.After(now) {
@@ -99,29 +104,56 @@ func (s *server) heartbeat(_ http.ResponseWriter, r *http.Request, _ caller) (in
 }
 
 // peers: GET /v1/tasks/{id}/peers with the allocation token of any task of
-// the same job: the tasks of the job's current attempt, by index.
+// the same job: the tasks of the job's current attempt that hold
+// resources, by index, with the endpoints their agents reported. Both task
+// id and the token's task must be live tasks of the current attempt:
+// nothing from an earlier attempt is reused (C04). atom rsh's servers rely
+// on this to verify launch requests.
 func (s *server) peers(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
 	id := structs.TaskID(r.PathValue("id"))
 	tok, ok := bearer(r)
 	if !ok {
 		return 0, nil, errNoTaskToken
 	}
-	auth, job, _ := s.checkTaskToken(id, tok)
+	auth, t, owner := s.checkTaskToken(id, tok)
 	if auth == tokenNone {
 		return 0, nil, errBadTaskToken(id)
 	}
-	out := wire.PeerList{Job: job, Peers: []wire.Peer{}}
+	out := wire.PeerList{Job: t.Job, Peers: []wire.Peer{}}
+	var err error
 	s.store.Read(func(st *state.State) {
-		j := st.Jobs[job]
+		j := st.Jobs[t.Job]
 		if j == nil {
+			err = errorf(http.StatusConflict, "job %s has been removed", t.Job)
+			return
+		}
+		if err = stale(j, owner, "the token's task"); err != nil {
+			return
+		}
+		if err = stale(j, t, "task"); err != nil {
 			return
 		}
 		out.Attempt = j.Attempt
-		for _, t := range st.TasksOf(job) {
-			if t.Attempt == j.Attempt {
-				out.Peers = append(out.Peers, wire.Peer{Task: t.ID, Index: t.Index, Node: t.Node, State: t.State})
+		for _, p := range st.TasksOf(j.ID) {
+			if p.Attempt == j.Attempt && p.State.HoldsResources() {
+				out.Peers = append(out.Peers, wire.Peer{Task: p.ID, Index: p.Index, Node: p.Node, State: p.State, Endpoint: p.Endpoint})
 			}
 		}
 	})
+	if err != nil {
+		return 0, nil, err
+	}
 	return http.StatusOK, out, nil
+}
+
+// stale refuses (403) a task that has ended or belongs to an earlier
+// attempt of job j.
+func stale(j *structs.Job, t *structs.Task, what string) error {
+	switch {
+	case !t.State.HoldsResources():
+		return errorf(http.StatusForbidden, "%s %s has ended (%s): only live tasks of job %s's current attempt may look up peers", what, t.ID, t.State, j.ID)
+	case t.Attempt != j.Attempt:
+		return errorf(http.StatusForbidden, "%s %s belongs to attempt %d of job %s, which is now at attempt %d: nothing from an earlier attempt is reused", what, t.ID, t.Attempt, j.ID, j.Attempt)
+	}
+	return nil
 }

@@ -29,12 +29,12 @@ var (
 // Any server accepts it: a follower forwards it with the hook set by
 // SetForward (or returns a *NotLeaderError without one).
 //
-// ev.State is "" for a plain heartbeat, Running (optionally with Healthy),
-// or Succeeded, Failed or Lost with an exit code. The leader keeps
-// last-seen times in memory and commits only changes (Running, ended,
-// health flips), batched into TaskUpdate commands; Heartbeat returns once
-// a change is committed. ev.Task is set to taskID and a zero ev.Time to the
-// leader's clock.
+// ev.State is "" for a plain heartbeat, Running (optionally with Healthy
+// and Endpoint), or Succeeded, Failed or Lost with an exit code. The leader
+// keeps last-seen times in memory and commits only changes (Running, ended,
+// health flips, a new endpoint), batched into TaskUpdate commands;
+// Heartbeat returns once a change is committed. ev.Task is set to taskID
+// and a zero ev.Time to the leader's clock.
 func (s *Server) Heartbeat(taskID structs.TaskID, token string, ev state.TaskEvent) error {
 	s.mu.Lock()
 	l, fwd := s.live, s.forward
@@ -107,6 +107,11 @@ func (l *liveness) heartbeat(id structs.TaskID, token string, ev state.TaskEvent
 	default:
 		return fmt.Errorf("heartbeat for task %s: state %q is not allowed: use Running, Succeeded, Failed or Lost: %w", id, ev.State, state.ErrInvalid)
 	}
+	if ev.Endpoint != "" {
+		if err := structs.CheckEndpoint(ev.Endpoint); err != nil {
+			return fmt.Errorf("heartbeat for task %s: %v: %w", id, err, state.ErrInvalid)
+		}
+	}
 	var (
 		t    *structs.Task
 		want string
@@ -162,7 +167,7 @@ func (l *liveness) heartbeat(id structs.TaskID, token string, ev state.TaskEvent
 // changes reports whether ev changes task t, given the events already in
 // flight or queued for it. Guarded by mu.
 func (l *liveness) changes(t *structs.Task, ev state.TaskEvent) bool {
-	st, healthy, ended := t.State, t.Healthy, false
+	st, healthy, endpoint, ended := t.State, t.Healthy, t.Endpoint, false
 	for _, b := range []*taskEvents{l.inflight[t.ID], l.queued[t.ID]} {
 		if b == nil {
 			continue
@@ -178,13 +183,17 @@ func (l *liveness) changes(t *structs.Task, ev state.TaskEvent) bool {
 			if e.Healthy != nil {
 				healthy = *e.Healthy
 			}
+			if e.Endpoint != "" {
+				endpoint = e.Endpoint
+			}
 		}
 	}
 	switch {
 	case ended || ev.State == "":
 		return false
 	case ev.State == structs.TaskRunning:
-		return st == structs.TaskScheduled || (ev.Healthy != nil && *ev.Healthy != healthy)
+		return st == structs.TaskScheduled || (ev.Healthy != nil && *ev.Healthy != healthy) ||
+			(ev.Endpoint != "" && ev.Endpoint != endpoint)
 	}
 	return true // the task ended
 }

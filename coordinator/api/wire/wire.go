@@ -123,7 +123,8 @@ type HeartbeatResponse struct {
 }
 
 // PeerList answers GET /v1/tasks/{id}/peers: the tasks of the job's
-// current attempt, by index, for launchers such as mpirun's.
+// current attempt that hold resources, by index, for launchers such as
+// mpirun's.
 type PeerList struct {
 	Job     structs.JobID `json:"job"`
 	Attempt int           `json:"attempt"`
@@ -136,4 +137,7 @@ type Peer struct {
 	Index int               `json:"index"`
 	Node  structs.NodeID    `json:"node"`
 	State structs.TaskState `json:"state"`
+	// Endpoint is where the task's atom serves launch requests (atom
+	// rsh), host:port; empty until its agent has reported one.
+	Endpoint string `json:"endpoint,omitempty"`
 }
