@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/api/wire"
@@ -37,13 +38,17 @@ type Reporter struct {
 	token   string
 	every   time.Duration
 	log     *slog.Logger
+	kick    chan struct{} // capacity 1: beat now (a new endpoint)
+
+	mu       sync.Mutex // guards endpoint
+	endpoint string
 }
 
 // New returns a reporter for task at the coordinator addrs (one URL, or
 // several separated by commas: every server of the cluster), heartbeating
 // every period. It retries on its own schedule, so its clients do not.
 func New(addrs string, task structs.TaskID, token string, every time.Duration, log *slog.Logger) *Reporter {
-	r := &Reporter{task: task, token: token, every: every, log: log}
+	r := &Reporter{task: task, token: token, every: every, log: log, kick: make(chan struct{}, 1)}
 	for _, a := range strings.Split(addrs, ",") {
 		if a = strings.TrimSpace(a); a == "" {
 			continue
@@ -66,13 +71,34 @@ func (r *Reporter) next() {
 	r.client = r.clients[r.cur]
 }
 
+// SetEndpoint sets the address (host:port) of this task's launch server
+// (atom rsh), sent with every Running beat from now on; a running Run
+// beats at once. Safe for concurrent use.
+func (r *Reporter) SetEndpoint(endpoint string) {
+	r.mu.Lock()
+	r.endpoint = endpoint
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Endpoint returns what SetEndpoint set.
+func (r *Reporter) Endpoint() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.endpoint
+}
+
 // Run heartbeats state Running now and then every period until ctx ends
 // (it returns nil) or the coordinator wants the task stopped (it returns
 // a *StopError). Failed beats are retried with backoff up to the period.
 func (r *Reporter) Run(ctx context.Context) error {
 	fails := 0
 	for {
-		resp, err := r.client.Heartbeat(ctx, r.task, r.token, wire.Heartbeat{State: structs.TaskRunning, Time: time.Now()})
+		ev := wire.Heartbeat{State: structs.TaskRunning, Time: time.Now(), Endpoint: r.Endpoint()}
+		resp, err := r.client.Heartbeat(ctx, r.task, r.token, ev)
 		wait := r.every
 		switch {
 		case ctx.Err() != nil:
@@ -94,6 +120,8 @@ func (r *Reporter) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
+		case <-r.kick:
+			t.Stop()
 		case <-t.C:
 		}
 	}
