@@ -1,0 +1,54 @@
+package spark_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/pkg/plugin"
+	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/plugins/spark"
+)
+
+// The job type runs the golden line with the driver's pod IP filled in.
+func TestPrepareFillsInThePodIP(t *testing.T) {
+	b, err := os.ReadFile("testdata/minimal.yaml")
+	require.NoError(t, err)
+	spec, err := structs.ParseJobSpec(b)
+	require.NoError(t, err)
+	j, err := spec.ToJob("u1")
+	require.NoError(t, err)
+	j.ID = "clean-lidar-x7k2p"
+	js, err := json.Marshal(j)
+	require.NoError(t, err)
+	task := plugin.Task{ID: "clean-lidar-x7k2p-0-a1b2", JobJSON: js,
+		Env: map[string]string{"ATOM_NAMESPACE": "atom-jobs", "ATOM_POD_IP": "10.1.2.3"}}
+
+	ex, err := spark.New().Prepare(context.Background(), "v1", task)
+	require.NoError(t, err)
+	want, err := spark.Command(spark.Input{Job: j, DriverPod: task.ID, Namespace: "atom-jobs"})
+	require.NoError(t, err)
+	require.Contains(t, want, "spark.driver.host=$(ATOM_POD_IP)")
+	want[indexOf(want, "spark.driver.host=$(ATOM_POD_IP)")] = "spark.driver.host=10.1.2.3"
+	assert.Equal(t, want, ex.Argv)
+
+	delete(task.Env, "ATOM_POD_IP")
+	_, err = spark.New().Prepare(context.Background(), "v1", task)
+	assert.EqualError(t, err, "ATOM_POD_IP is not set: the Kubernetes backend sets it to the driver pod's IP (status.podIP)")
+	task.JobJSON = []byte(`{"kind":"spark"}`)
+	_, err = spark.New().Prepare(context.Background(), "v1", task)
+	assert.EqualError(t, err, "the job's spark section is missing (ATOM_JOB_SPEC): the backend passes the job as accepted")
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
