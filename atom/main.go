@@ -37,7 +37,7 @@ func app() *cli.App {
 	return &cli.App{
 		Name:     "atom",
 		Usage:    "the in-container agent of atom jobs",
-		Commands: []*cli.Command{runCommand(), preflightCommand()},
+		Commands: []*cli.Command{runCommand(), preflightCommand(), rshCommand()},
 		// Exit codes are the job's: cli.Exit carries them out of Run.
 		ExitErrHandler: func(_ *cli.Context, err error) { cli.HandleExitCoder(err) },
 	}
