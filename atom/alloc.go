@@ -14,10 +14,17 @@ import (
 type allocation struct {
 	Coordinator string
 	Task, Token string
-	Job         string
+	Job, Kind   string
 	Replica     int
 	Replicas    int
+	Attempt     int
+	JobJSON     []byte // the job as accepted (ATOM_JOB_SPEC), for job types
 	GPU         gpu.Want
+	Node        string
+	// SimulatedGPUs: the node is simulated (local backend); GPUFaults
+	// are its simulated faults.
+	SimulatedGPUs bool
+	GPUFaults     map[int]string
 }
 
 // readAllocation reads the allocation flags (and so the ATOM_* env).
@@ -25,7 +32,8 @@ func readAllocation(c *cli.Context) (allocation, error) {
 	a := allocation{
 		Coordinator: strings.TrimSpace(c.String("coordinator")),
 		Task:        c.String("task"), Token: c.String("token"), Job: c.String("job"),
-		Replica: c.Int("replica"), Replicas: c.Int("replicas"),
+		Kind:    strings.TrimSpace(c.String("kind")),
+		Replica: c.Int("replica"), Replicas: c.Int("replicas"), Attempt: c.Int("attempt"),
 		GPU: gpu.Want{Type: strings.TrimSpace(c.String("accel-type"))},
 	}
 	for _, s := range strings.Split(c.String("accelerators"), ",") {
@@ -37,6 +45,17 @@ func readAllocation(c *cli.Context) (allocation, error) {
 			return a, fmt.Errorf("ATOM_ACCELERATORS: %q is not a device index: use comma-separated indices such as 0,1", s)
 		}
 		a.GPU.Accelerators = append(a.GPU.Accelerators, i)
+	}
+	if a.Kind == "" {
+		a.Kind = "command"
+	}
+	a.Node, a.SimulatedGPUs = c.String("node"), c.Bool("simulated-gpus")
+	var err error
+	if a.GPUFaults, err = gpu.ParseFaults(c.String("simulated-gpu-faults")); err != nil {
+		return a, err
+	}
+	if a.JobJSON, err = jobJSON(c.String("job-spec")); err != nil {
+		return a, err
 	}
 	if a.Coordinator != "" && (a.Task == "" || a.Token == "") {
 		return a, fmt.Errorf("ATOM_COORDINATOR is set but ATOM_TASK_ID or ATOM_TOKEN is not: set both, or unset ATOM_COORDINATOR to run standalone")

@@ -218,14 +218,15 @@ func TestHeartbeatsReachCoordinator(t *testing.T) {
 
 // TestFailedPreflightFailsTask: a task allocated an A100 on a machine
 // without NVML ends Failed with the preflight's message, its command not
-// started.
+// started. (The local backend simulates its nodes' GPUs; the inner atom is
+// told to use NVML.)
 func TestFailedPreflightFailsTask(t *testing.T) {
 	t.Parallel()
 	d, c := devCoordinator(t)
 	rec := newRecorder(t, d.URL)
 	marker := filepath.Join(t.TempDir(), "ran")
 	id := submit(t, c, "gpu", map[string]any{"accelerators": map[string]any{"type": "A100", "count": 1}},
-		atomBin, "run", "--coordinator", rec.URL, "--", "touch", marker)
+		atomBin, "run", "--simulated-gpus=false", "--coordinator", rec.URL, "--", "touch", marker)
 	job := waitJob(t, c, id)
 	assert.Equal(t, structs.JobFailed, job.State)
 	assert.Equal(t, "replica 0 failed with exit code 3: gpu preflight failed: nvml: accelerators allocated but NVML is not available (1 A100 allocated)", job.Reason)

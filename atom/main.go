@@ -23,6 +23,7 @@ import (
 const (
 	exitUsage     = 2   // bad flags or environment
 	exitPreflight = 3   // the GPU preflight failed; the command was not started
+	exitStopped   = 143 // stopped (SIGTERM) before the job's command started
 	exitNoStart   = 127 // the command could not be started
 )
 
@@ -37,7 +38,7 @@ func app() *cli.App {
 	return &cli.App{
 		Name:     "atom",
 		Usage:    "the in-container agent of atom jobs",
-		Commands: []*cli.Command{runCommand(), preflightCommand(), rshCommand()},
+		Commands: []*cli.Command{runCommand(), preflightCommand(), pluginCommand(), rshCommand()},
 		// Exit codes are the job's: cli.Exit carries them out of Run.
 		ExitErrHandler: func(_ *cli.Context, err error) { cli.HandleExitCoder(err) },
 	}
@@ -52,6 +53,12 @@ func allocFlags() []cli.Flag {
 		&cli.StringFlag{Name: "job", EnvVars: []string{"ATOM_JOB_ID"}, Usage: "the job's ID"},
 		&cli.IntFlag{Name: "replica", EnvVars: []string{"ATOM_REPLICA"}, Usage: "this task's replica index"},
 		&cli.IntFlag{Name: "replicas", EnvVars: []string{"ATOM_REPLICAS"}, Usage: "the job's replica count"},
+		&cli.IntFlag{Name: "attempt", EnvVars: []string{"ATOM_ATTEMPT"}, Usage: "the job's attempt, from 0"},
+		&cli.StringFlag{Name: "kind", EnvVars: []string{"ATOM_JOB_KIND"}, Value: "command", Usage: "the job's kind: the job type that prepares the task"},
+		&cli.StringFlag{Name: "node", EnvVars: []string{"ATOM_NODE"}, Usage: "the node the task was placed on"},
+		&cli.BoolFlag{Name: "simulated-gpus", EnvVars: []string{"ATOM_SIMULATED_GPUS"}, Usage: "the node's accelerators are simulated (local backend): check the allocation against them, not NVML"},
+		&cli.StringFlag{Name: "simulated-gpu-faults", EnvVars: []string{"ATOM_SIMULATED_GPU_FAULTS"}, Usage: "faults of simulated accelerators: INDEX:ecc or INDEX:retired-pages, comma-separated"},
+		&cli.StringFlag{Name: "job-spec", EnvVars: []string{"ATOM_JOB_SPEC"}, Usage: "the job as accepted, in JSON (set by the backend)"},
 		&cli.StringFlag{Name: "accel-type", EnvVars: []string{"ATOM_ACCEL_TYPE"}, Usage: "allocated accelerator model, such as A100"},
 		&cli.StringFlag{Name: "accelerators", EnvVars: []string{"ATOM_ACCELERATORS"}, Usage: "allocated accelerator indices, comma-separated"},
 	}

@@ -10,8 +10,14 @@ import (
 	"github.com/atom-sched/atom/atom/internal/gpu"
 )
 
-// lister is the GPU access atom uses: NVML.
-var lister gpu.Lister = gpu.NVML{}
+// lister is the GPU access atom uses: NVML, or on a simulated node (the
+// local backend's) its simulated accelerators.
+func lister(a allocation) gpu.Lister {
+	if a.SimulatedGPUs {
+		return gpu.Simulated{Node: a.Node, Model: a.GPU.Type, Want: a.GPU.Accelerators, Faults: a.GPUFaults}
+	}
+	return gpu.NVML{}
+}
 
 func preflightCommand() *cli.Command {
 	return &cli.Command{
@@ -23,7 +29,7 @@ func preflightCommand() *cli.Command {
 			if err != nil {
 				return cli.Exit("atom: "+err.Error(), exitUsage)
 			}
-			res, err := gpu.Preflight(lister, a.GPU)
+			res, err := gpu.Preflight(lister(a), a.GPU)
 			printPreflight(c.App.Writer, res, err)
 			if err != nil {
 				return cli.Exit("", exitPreflight)

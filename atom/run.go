@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/atom-sched/atom/atom/internal/reap"
 	"github.com/atom-sched/atom/atom/internal/report"
 	"github.com/atom-sched/atom/atom/internal/supervise"
+	"github.com/atom-sched/atom/pkg/plugin"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -32,10 +35,21 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "heartbeat", Value: 5 * time.Second, EnvVars: []string{"ATOM_HEARTBEAT"}, Usage: "heartbeat period (the coordinator sets it to a third of its heartbeat TTL)"},
 			&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "SIGTERM to SIGKILL when the coordinator stops the task"},
 			&cli.DurationFlag{Name: "report-timeout", Value: time.Minute, Usage: "how long to retry the final report"},
+			pluginDirFlag(), launchFlags()[0], launchFlags()[1],
 			&cli.BoolFlag{Name: "reap", Value: os.Getpid() == 1, DefaultText: "true as PID 1", Usage: "reap orphaned descendants (as PID 1, or as a child subreaper)"},
 		),
 		Action: run,
 	}
+}
+
+// process is what atom waits on: the job's process, or for a task that
+// only serves launches (an MPI worker), the launched processes.
+type process interface {
+	Done() <-chan struct{}
+	Signal(os.Signal) error
+	Stop(grace time.Duration)
+	ExitCode() int
+	Describe() string
 }
 
 // run is atom's task lifecycle:
@@ -43,10 +57,11 @@ func runCommand() *cli.Command {
 //	read allocation ─▶ GPU preflight ─fail─▶ report Failed(3), exit 3
 //	      │ ok
 //	      ▼
-//	start child ─▶ heartbeat Running every period ◀─ coordinator away: retry
-//	      │            │ 409 / Stopping
-//	      │            ▼
-//	      │        SIGTERM, grace, SIGKILL
+//	job type prepares (plugin) ─fail─▶ report Failed(4), exit 4
+//	      │   heartbeats Running from here on; coordinator away: retry
+//	      ▼
+//	start child / serve launches ─▶ 409 or Stopping: SIGTERM, grace, SIGKILL
+//	      │
 //	      ▼
 //	child exits ─▶ report Succeeded/Failed(code) ─▶ exit with the child's status
 func run(c *cli.Context) error {
@@ -57,38 +72,81 @@ func run(c *cli.Context) error {
 		return cli.Exit("atom: "+err.Error(), exitUsage)
 	}
 	argv := c.Args().Slice()
-	if len(argv) == 0 {
+	if len(argv) == 0 && a.Kind == "command" {
 		return cli.Exit("atom: no command: use atom run -- CMD [ARGS...]", exitUsage)
 	}
 	var rep *report.Reporter
 	if a.Coordinator != "" {
 		rep = report.New(a.Coordinator, structs.TaskID(a.Task), a.Token, c.Duration("heartbeat"), log)
 	}
-	fail := func(code int, msg string) error {
-		if rep != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), c.Duration("report-timeout"))
-			defer cancel()
-			if err := rep.Final(ctx, structs.TaskFailed, code, msg); err != nil {
-				log.Warn("final report failed", "err", err)
-			}
+	final := func(state structs.TaskState, code int, msg string) {
+		if rep == nil {
+			return
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.Duration("report-timeout"))
+		defer cancel()
+		if err := rep.Final(ctx, state, code, msg); err != nil {
+			log.Warn("final report failed", "err", err)
+		}
+	}
+	fail := func(code int, msg string) error {
+		final(structs.TaskFailed, code, msg)
 		return cli.Exit("atom: "+msg, code)
 	}
 
 	// 2. GPU preflight: the command does not start on a bad allocation.
-	res, err := gpu.Preflight(lister, a.GPU)
+	res, err := gpu.Preflight(lister(a), a.GPU)
 	if err != nil {
 		return fail(exitPreflight, err.Error())
 	}
-	var extra []string
+	extra := map[string]string{}
 	if res.Available {
-		extra = append(extra, "ATOM_GPU_UUIDS="+strings.Join(res.UUIDs(), ","))
+		extra["ATOM_GPU_UUIDS"] = strings.Join(res.UUIDs(), ",")
 	}
 
-	// 3. Start the child, with signals caught first so none is lost.
+	// 3. Heartbeat from here on; signals are caught first so none is lost.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hb := make(chan error, 1)
+	if rep != nil {
+		go func() { hb <- rep.Run(ctx) }()
+	}
+
+	// 4. The job type says what to run; it may wait (an MPI launcher
+	// waits for its workers). A signal or a stop ends the wait.
+	prepCtx, cancelPrep := context.WithCancel(ctx)
+	defer cancelPrep()
+	prepared := make(chan error, 1)
+	var ex plugin.Exec
+	go func() {
+		var err error
+		ex, err = prepare(prepCtx, c.String("plugin-dir"), a, argv)
+		prepared <- err
+	}()
+	select {
+	case err := <-prepared:
+		if err != nil {
+			cancel()
+			return fail(exitPlugin, err.Error())
+		}
+	case s := <-sigs:
+		cancelPrep()
+		<-prepared
+		code := 128 + int(s.(syscall.Signal))
+		return fail(code, fmt.Sprintf("%s before the job started", s))
+	case err := <-hb:
+		cancelPrep()
+		<-prepared
+		return fail(exitStopped, fmt.Sprintf("stopped before the job started: %v", err))
+	}
+	for k, v := range ex.Env {
+		extra[k] = v
+	}
+
+	// 5. Start the child and/or serve launches.
 	var reaper *reap.Reaper
 	if c.Bool("reap") {
 		if os.Getpid() != 1 {
@@ -99,17 +157,29 @@ func run(c *cli.Context) error {
 		reaper = reap.New()
 		defer reaper.Close()
 	}
-	child, err := supervise.Start(argv, extra, reaper)
-	if err != nil {
-		return fail(exitNoStart, err.Error())
+	var child process
+	if ex.ServeLaunches {
+		l, err := serveLaunches(ctx, c, a, reaper, log)
+		if err != nil {
+			cancel()
+			return fail(exitNoStart, err.Error())
+		}
+		defer l.Close()
+		if rep != nil {
+			rep.SetEndpoint(l.Endpoint())
+		}
+		child = l
+	}
+	if len(ex.Argv) > 0 {
+		ch, err := supervise.Start(ex.Argv, envList(extra), reaper)
+		if err != nil {
+			cancel()
+			return fail(exitNoStart, err.Error())
+		}
+		child = ch
 	}
 
-	// 4. Heartbeat while the child runs.
-	ctx, cancel := context.WithCancel(context.Background())
-	hb := make(chan error, 1)
-	if rep != nil {
-		go func() { hb <- rep.Run(ctx) }()
-	}
+	// 6. Heartbeat while the child runs.
 	stopped, hbDone := "", rep == nil
 	for waiting := true; waiting; {
 		select {
@@ -130,21 +200,15 @@ func run(c *cli.Context) error {
 	}
 	cancel()
 
-	// 5. Report the end and exit with the child's status.
+	// 7. Report the end and exit with the child's status.
 	code := child.ExitCode()
-	if rep != nil {
-		if !hbDone {
-			<-hb // the last Running beat goes before the final report
-		}
-		state, msg := structs.TaskSucceeded, ""
-		if code != 0 {
-			state, msg = structs.TaskFailed, child.Describe()
-		}
-		ctx, cancelFinal := context.WithTimeout(context.Background(), c.Duration("report-timeout"))
-		defer cancelFinal()
-		if err := rep.Final(ctx, state, code, msg); err != nil {
-			log.Warn("final report failed", "err", err)
-		}
+	if rep != nil && !hbDone {
+		<-hb // the last Running beat goes before the final report
+	}
+	if code == 0 {
+		final(structs.TaskSucceeded, 0, "")
+	} else {
+		final(structs.TaskFailed, code, child.Describe())
 	}
 	if stopped != "" {
 		fmt.Fprintf(os.Stderr, "atom: %s; the job ended with %s\n", stopped, child.Describe())
@@ -153,4 +217,13 @@ func run(c *cli.Context) error {
 		return cli.Exit("", code)
 	}
 	return nil
+}
+
+// envList turns env into K=V entries, sorted.
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
 }

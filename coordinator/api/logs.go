@@ -14,8 +14,9 @@ import (
 )
 
 // LogSource opens the output (stdout and stderr) a task has written so
-// far; fs.ErrNotExist when this server holds none for it.
-type LogSource func(id structs.TaskID) (io.ReadCloser, error)
+// far (with follow, a reader may also return what it writes later, until
+// the task ends); fs.ErrNotExist when no server holds any for it.
+type LogSource func(id structs.TaskID, follow bool) (io.ReadCloser, error)
 
 // maxLogBytes bounds one logs response when not following.
 const maxLogBytes = 8 << 20
@@ -54,9 +55,9 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 		if len(tasks) > 1 {
 			fmt.Fprintf(w, "==> %s (replica %d, node %s) <==\n", t.ID, t.Index, t.Node)
 		}
-		rc, err := s.logs(t.ID)
+		rc, err := s.logs(t.ID, follow)
 		if errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintln(w, "(no output kept here)")
+			fmt.Fprintln(w, "(no output kept: the server that ran it is down, or it wrote none)")
 			continue
 		}
 		if err != nil {

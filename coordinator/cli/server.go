@@ -36,6 +36,8 @@ func commonServerFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "cycle", Value: server.DefaultCycle, Usage: "scheduling period"},
 		&cli.DurationFlag{Name: "retention", Value: server.DefaultRetention, Usage: "how long ended jobs are kept"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+		&cli.BoolFlag{Name: "real-gpus", Usage: "local backend: the machine's GPUs are the nodes' (atom checks them with NVML); default: simulated accelerators"},
+		&cli.StringSliceFlag{Name: "simulated-gpu-fault", Usage: "local backend: NODE=INDEX:ecc|retired-pages, a simulated accelerator fault for atom's preflight to find (repeat)"},
 		&cli.StringFlag{Name: "atom", Usage: "atom binary to run each task under (default: atom next to this binary, if there); \"none\" runs commands bare"},
 	}
 }
@@ -179,6 +181,17 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 		HTTPAddr:  c.String("http-addr"),
 		Advertise: c.String("advertise"),
 		Logger:    slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: lvl})),
+	}
+	cfg.RealGPUs = c.Bool("real-gpus")
+	for _, f := range c.StringSlice("simulated-gpu-fault") {
+		node, fault, ok := strings.Cut(f, "=")
+		if !ok || node == "" {
+			return cfg, usagef("--simulated-gpu-fault %q: use NODE=INDEX:ecc or NODE=INDEX:retired-pages", f)
+		}
+		if cfg.GPUFaults == nil {
+			cfg.GPUFaults = map[string]string{}
+		}
+		cfg.GPUFaults[node] = strings.TrimPrefix(cfg.GPUFaults[node]+","+fault, ",")
 	}
 	cfg.Server.DataDir = c.String("data-dir")
 	cfg.Server.HeartbeatTTL = c.Duration("heartbeat-ttl")

@@ -8,13 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,8 +46,14 @@ type Config struct {
 	WorkDir string
 	// Atom is the atom binary the local backend runs each command under;
 	// empty runs commands bare (the backend then reports for them).
-	Atom   string
-	Logger *slog.Logger
+	Atom string
+	// RealGPUs: the local backend's nodes use this machine's GPUs, which
+	// atom checks with NVML; otherwise their accelerators are simulated.
+	RealGPUs bool
+	// GPUFaults are simulated accelerator faults by node name
+	// ("2:ecc,3:retired-pages"), for atom's preflight to find.
+	GPUFaults map[string]string
+	Logger    *slog.Logger
 }
 
 // Daemon is a running coordinator process.
@@ -121,18 +124,13 @@ func Start(cfg Config) (*Daemon, error) {
 		}
 	}
 	lb := NewLocalBackend(run, srv, strings.Join(addrs, ","), cfg.Atom, ttl/3, log)
+	lb.Simulate, lb.Faults = !cfg.RealGPUs, cfg.GPUFaults
 	srv.SetBackend(lb)
 
 	mux := http.NewServeMux()
 	fw.internal(mux)
-	logs := func(id structs.TaskID) (io.ReadCloser, error) {
-		p := run.LogPath(string(id))
-		if p == "" {
-			return nil, fs.ErrNotExist
-		}
-		return os.Open(p)
-	}
-	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: logs}))
+	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
+	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, cfg.Server.ID)}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, cancel: cancel, done: make(chan struct{})}

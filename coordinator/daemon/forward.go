@@ -233,18 +233,21 @@ func (r *applyReply) decode(c state.Command) (any, error) {
 	return nil, nil
 }
 
+// auth admits only the other servers (the shared secret).
+func (f *forwarder) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("Authorization")
+		if f.secret == "" || subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+f.secret)) != 1 {
+			http.Error(w, `{"error":"this endpoint is for coordinator servers only"}`, http.StatusUnauthorized)
+			return
+		}
+		h(w, r)
+	}
+}
+
 // internal serves the server-to-server endpoints.
 func (f *forwarder) internal(mux *http.ServeMux) {
-	auth := func(h http.HandlerFunc) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			got := r.Header.Get("Authorization")
-			if f.secret == "" || subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+f.secret)) != 1 {
-				http.Error(w, `{"error":"this endpoint is for coordinator servers only"}`, http.StatusUnauthorized)
-				return
-			}
-			h(w, r)
-		}
-	}
+	auth := f.auth
 	mux.HandleFunc("POST "+pathApply, auth(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 		if err != nil {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -32,6 +33,12 @@ type LocalBackend struct {
 	atom  string // the atom binary to run commands under; "" runs them bare
 	every time.Duration
 	log   *slog.Logger
+
+	// Simulate: nodes' accelerators are simulated (atom checks the
+	// allocation against them, not NVML); Faults are their faults by
+	// node. Set before the first Start.
+	Simulate bool
+	Faults   map[string]string
 
 	mu     sync.Mutex
 	tokens map[structs.TaskID]string
@@ -75,6 +82,15 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 		env[k] = v
 	}
 	env["ATOM_HEARTBEAT"] = b.every.String()
+	if b.Simulate && t.Resources.Accels > 0 {
+		env["ATOM_SIMULATED_GPUS"] = "true"
+		if f := b.Faults[string(t.Node)]; f != "" {
+			env["ATOM_SIMULATED_GPU_FAULTS"] = f
+		}
+	}
+	if spec, err := json.Marshal(JobSpecEnv(j)); err == nil {
+		env["ATOM_JOB_SPEC"] = string(spec)
+	}
 	return b.run.Start(context.Background(), local.Launch{TaskID: string(t.ID), JobID: string(j.ID), Attempt: t.Attempt, Command: cmd, Env: env})
 }
 
@@ -99,6 +115,14 @@ func TaskEnv(t *structs.Task, j *structs.Job, addr, token string) map[string]str
 		"ATOM_CPU_MILLI":    strconv.FormatInt(t.Resources.MilliCPU, 10),
 		"ATOM_MEMORY_BYTES": strconv.FormatInt(t.Resources.Memory, 10),
 	}
+}
+
+// JobSpecEnv is what ATOM_JOB_SPEC carries: the job as accepted, without
+// its status or its env (which the task has already).
+func JobSpecEnv(j *structs.Job) *structs.Job {
+	return &structs.Job{ID: j.ID, Name: j.Name, Kind: j.Kind, Owner: j.Owner, Project: j.Project,
+		Priority: j.Priority, Image: j.Image, Command: j.Command, Args: j.Args, Replicas: j.Replicas,
+		Resources: j.Resources, MPI: j.MPI, Spark: j.Spark}
 }
 
 // Stop stops task id's process: SIGTERM, then SIGKILL after grace.

@@ -215,6 +215,9 @@ func Argv(t plugin.Task, o Options, hostfile string, local bool) []string {
 		"--hostfile", hostfile,
 		"-np", strconv.Itoa(t.Replicas * o.Slots),
 		"--mca", "plm_rsh_agent", atom + " rsh",
+		// Only the launcher has the host map; workers must not launch
+		// further daemons themselves (OpenMPI's tree spawn).
+		"--mca", "plm_rsh_no_tree_spawn", "1",
 	}
 	if os.Geteuid() == 0 {
 		argv = append(argv, "--allow-run-as-root")

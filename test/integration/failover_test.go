@@ -58,12 +58,18 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startCluster runs three servers; s1 bootstraps with the dev cluster.
-func startCluster(t *testing.T) []*srv {
+// oneNode is a cluster of one 16-core node, all of it dev's quota.
+const oneNode = "clusters: [{name: local, backend: local}]\nnodes:\n  - {name: cpu-1, cpu: \"16\", memory: 64Gi}\nquotas:\n  - {scope: \"user:dev\", limits: {cpu: \"16\", memory: 64Gi}}\n"
+
+// startCluster runs three servers; s1 bootstraps with the one-node cluster.
+func startCluster(t *testing.T) []*srv { return startClusterWith(t, oneNode, 1) }
+
+// startClusterWith runs three servers; s1 bootstraps with cluster, which
+// declares nodes nodes.
+func startClusterWith(t *testing.T, cluster string, nodes int) []*srv {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte("users:\n  - {name: dev, token: "+token+", admin: true}\n"), 0o600))
-	cluster := "clusters: [{name: local, backend: local}]\nnodes:\n  - {name: cpu-1, cpu: \"16\", memory: 64Gi}\nquotas:\n  - {scope: \"user:dev\", limits: {cpu: \"16\", memory: 64Gi}}\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(cluster), 0o600))
 	var servers []*srv
 	var peers []string
@@ -93,8 +99,8 @@ func startCluster(t *testing.T) []*srv {
 	for _, s := range servers {
 		c := client.New(s.url, token)
 		require.Eventually(t, func() bool {
-			nodes, err := c.Nodes(context.Background())
-			return err == nil && len(nodes) == 1
+			got, err := c.Nodes(context.Background())
+			return err == nil && len(got) == nodes
 		}, 30*time.Second, 50*time.Millisecond, "server %s has the cluster", s.id)
 	}
 	return servers

@@ -74,3 +74,24 @@ func TestNVMLNotAvailableHere(t *testing.T) {
 	}
 	assert.ErrorIs(t, err, gpu.ErrNotAvailable)
 }
+
+// A simulated node's accelerators pass the preflight unless a fault is
+// injected; the fault is found by the real checks.
+func TestSimulatedAccelerators(t *testing.T) {
+	faults, err := gpu.ParseFaults("2:ecc, 3:retired-pages")
+	require.NoError(t, err)
+	sim := gpu.Simulated{Node: "a100-1", Model: "A100", Want: []int{0, 1}, Faults: faults}
+	res, err := gpu.Preflight(sim, gpu.Want{Accelerators: []int{0, 1}, Type: "A100"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"GPU-sim-a100-1-0", "GPU-sim-a100-1-1"}, res.UUIDs())
+
+	sim.Want = []int{1, 2}
+	_, err = gpu.Preflight(sim, gpu.Want{Accelerators: []int{1, 2}, Type: "A100"})
+	assert.EqualError(t, err, "gpu preflight failed: ecc: GPU 2 (GPU-sim-a100-1-2) has 1 uncorrectable ECC errors")
+	sim.Want = []int{3}
+	_, err = gpu.Preflight(sim, gpu.Want{Accelerators: []int{3}, Type: "A100"})
+	assert.EqualError(t, err, "gpu preflight failed: retired-pages: GPU 3 (GPU-sim-a100-1-3) has a page retirement pending")
+
+	_, err = gpu.ParseFaults("2:melted")
+	assert.EqualError(t, err, `simulated GPU fault "2:melted": use INDEX:ecc or INDEX:retired-pages, comma-separated`)
+}

@@ -1,0 +1,108 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/atom-sched/atom/coordinator/local"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// pathLogs serves a task's output file to the other servers: a task's
+// output stays on the server whose backend ran it, and a user may ask any.
+const pathLogs = "/internal/v1/logs/"
+
+// localLog opens the output of a task this server's backend ran.
+func localLog(run *local.Backend, id structs.TaskID) (io.ReadCloser, error) {
+	p := run.LogPath(string(id))
+	if p == "" {
+		return nil, fs.ErrNotExist
+	}
+	return os.Open(p)
+}
+
+// logSource opens a task's output here or, failing that, on the first
+// other server that has it. With follow, a remote stream lasts until the
+// task ends there.
+func (f *forwarder) logSource(run *local.Backend, self string) func(structs.TaskID, bool) (io.ReadCloser, error) {
+	return func(id structs.TaskID, follow bool) (io.ReadCloser, error) {
+		rc, err := localLog(run, id)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return rc, err
+		}
+		for sid, base := range f.peers {
+			if sid == self {
+				continue
+			}
+			u := base + pathLogs + url.PathEscape(string(id))
+			if follow {
+				u += "?follow=true"
+			}
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil)
+			req.Header.Set("Authorization", "Bearer "+f.secret)
+			resp, err := logClient.Do(req)
+			if err != nil {
+				continue // that server is down: it may have run the task, but cannot say
+			}
+			if resp.StatusCode == http.StatusOK {
+				return resp.Body, nil
+			}
+			resp.Body.Close()
+		}
+		return nil, fs.ErrNotExist
+	}
+}
+
+// logClient has no overall timeout: a followed log streams for as long as
+// its task runs. Connecting is bounded.
+var logClient = &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 10 * time.Second}}
+
+// serveLogs answers the other servers' GET pathLogs{id}[?follow=true].
+func (f *forwarder) serveLogs(run *local.Backend) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := structs.TaskID(r.PathValue("id"))
+		rc, err := localLog(run, id)
+		if err != nil {
+			http.Error(w, fmt.Sprintf(`{"error":%q}`, err.Error()), http.StatusNotFound)
+			return
+		}
+		defer rc.Close()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if r.URL.Query().Get("follow") != "true" {
+			_, _ = io.Copy(w, rc)
+			return
+		}
+		rcw := http.NewResponseController(w)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if _, err := io.Copy(w, rc); err != nil {
+				return
+			}
+			_ = rcw.Flush()
+			ended := true
+			f.srv.Read(func(st *state.State) {
+				if t := st.Tasks[id]; t != nil {
+					ended = !t.State.HoldsResources()
+				}
+			})
+			if ended {
+				_, _ = io.Copy(w, rc)
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}
+}
