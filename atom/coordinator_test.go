@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +29,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -139,7 +142,9 @@ func newRecorder(t *testing.T, target string) *recorder {
 		} else {
 			proxy.ServeHTTP(sw, req)
 		}
-		if strings.HasSuffix(req.URL.Path, "/heartbeat") {
+		// A beat atom gave up on (its context ended) may finish after
+		// later ones; atom never saw its answer, so it is not recorded.
+		if strings.HasSuffix(req.URL.Path, "/heartbeat") && req.Context().Err() == nil {
 			r.mu.Lock()
 			r.beats = append(r.beats, beat{State: ev.State, Exit: ev.ExitCode, Status: sw.status})
 			r.mu.Unlock()
@@ -216,22 +221,67 @@ func TestHeartbeatsReachCoordinator(t *testing.T) {
 	assert.Equal(t, structs.TaskSucceeded, st.Tasks[0].State)
 }
 
-// TestFailedPreflightFailsTask: a task allocated an A100 on a machine
-// without NVML ends Failed with the preflight's message, its command not
-// started. (The local backend simulates its nodes' GPUs; the inner atom is
-// told to use NVML.)
-func TestFailedPreflightFailsTask(t *testing.T) {
+// TestFailedPreflightQuarantines: a task allocated an A100 on a machine
+// without NVML fails atom's real preflight, its command not started (the
+// local backend simulates its nodes' GPUs; the inner atom is told to use
+// NVML). atom reports PreflightFailed, so the coordinator quarantines that
+// accelerator and places the job on another one, without using its
+// restart budget. The failure follows this job everywhere, so after
+// MaxPreflightRequeues quarantines it is an ordinary failure; an admin
+// then releases the accelerators.
+func TestFailedPreflightQuarantines(t *testing.T) {
 	t.Parallel()
 	d, c := devCoordinator(t)
+	ctx := context.Background()
 	rec := newRecorder(t, d.URL)
 	marker := filepath.Join(t.TempDir(), "ran")
 	id := submit(t, c, "gpu", map[string]any{"accelerators": map[string]any{"type": "A100", "count": 1}},
 		atomBin, "run", "--simulated-gpus=false", "--coordinator", rec.URL, "--", "touch", marker)
 	job := waitJob(t, c, id)
+	const nvml = "gpu preflight failed: nvml: accelerators allocated but NVML is not available (1 A100 allocated)"
 	assert.Equal(t, structs.JobFailed, job.State)
-	assert.Equal(t, "replica 0 failed with exit code 3: gpu preflight failed: nvml: accelerators allocated but NVML is not available (1 A100 allocated)", job.Reason)
-	assert.Equal(t, []beat{{State: structs.TaskFailed, Exit: 3, Status: http.StatusOK}}, rec.Beats())
+	assert.Equal(t, "replica 0 failed with exit code 3: "+nvml+" (nothing quarantined: the job failed preflight on 3 allocations already, so the job itself is suspect)", job.Reason)
+	assert.Equal(t, state.MaxPreflightRequeues, job.PreflightFailures)
+	assert.Equal(t, state.MaxPreflightRequeues, job.Attempt, "one attempt per allocation, no restarts")
+	assert.Equal(t, slices.Repeat([]beat{{State: structs.TaskFailed, Exit: 3, Status: http.StatusOK}}, state.MaxPreflightRequeues+1), rec.Beats())
 	assert.NoFileExists(t, marker)
+
+	// Each attempt ran on an accelerator not quarantined before it; the
+	// first three are quarantined now, with atom's message.
+	st, err := c.Job(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, st.Tasks, state.MaxPreflightRequeues+1)
+	nodes, err := c.Nodes(ctx)
+	require.NoError(t, err)
+	quarantined := map[string]structs.Quarantine{}
+	for _, n := range nodes {
+		for _, q := range n.Quarantined {
+			quarantined[fmt.Sprintf("%s/%d", n.Name, q.Accel)] = q
+		}
+	}
+	assert.Len(t, quarantined, state.MaxPreflightRequeues)
+	seen := map[string]bool{}
+	for _, tk := range st.Tasks {
+		where := fmt.Sprintf("%s/%d", tk.Node, tk.Accels.Indices()[0])
+		assert.False(t, seen[where], "attempt %d placed on %s again", tk.Attempt, where)
+		seen[where] = true
+		if q, ok := quarantined[where]; ok {
+			assert.Equal(t, nvml, q.Reason)
+			assert.Equal(t, tk.ID, q.Task)
+		} else {
+			assert.Equal(t, state.MaxPreflightRequeues, tk.Attempt, "only the last attempt quarantined nothing")
+		}
+	}
+
+	// Once the hardware is fixed, an admin returns the accelerators.
+	for _, n := range nodes {
+		if len(n.Quarantined) > 0 {
+			res, err := c.ReleaseNode(ctx, n.Name, nil)
+			require.NoError(t, err)
+			assert.Len(t, res.Released, len(n.Quarantined))
+			assert.Empty(t, res.Node.Quarantined)
+		}
+	}
 }
 
 // TestCoordinatorStopsTask: when the coordinator says the task is

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/atom-sched/atom/atom/internal/gpu"
+	"github.com/atom-sched/atom/atom/internal/report"
 )
 
 // lister is the GPU access atom uses: NVML, or on a simulated node (the
@@ -47,4 +51,22 @@ func printPreflight(w io.Writer, res gpu.Result, err error) {
 		return
 	}
 	fmt.Fprintln(w, "preflight=ok")
+}
+
+// failPreflight reports a failed preflight (reason PreflightFailed, with
+// the allocated accelerators found bad when the check could tell) so the
+// coordinator quarantines them and places the job elsewhere, then exits 3.
+func failPreflight(c *cli.Context, rep *report.Reporter, log *slog.Logger, err error) error {
+	if rep != nil {
+		var accels []int
+		if ce := (*gpu.CheckError)(nil); errors.As(err, &ce) {
+			accels = ce.Accelerators
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.Duration("report-timeout"))
+		defer cancel()
+		if err := rep.FinalPreflight(ctx, exitPreflight, err.Error(), accels); err != nil {
+			log.Warn("final report failed", "err", err)
+		}
+	}
+	return cli.Exit("atom: "+err.Error(), exitPreflight)
 }

@@ -97,7 +97,7 @@ func run(c *cli.Context) error {
 	// 2. GPU preflight: the command does not start on a bad allocation.
 	res, err := gpu.Preflight(lister(a), a.GPU)
 	if err != nil {
-		return fail(exitPreflight, err.Error())
+		return failPreflight(c, rep, log, err)
 	}
 	extra := map[string]string{}
 	if res.Available {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -256,6 +257,40 @@ func (s *server) deleteNode(_ http.ResponseWriter, r *http.Request, _ caller) (i
 		return 0, nil, conflictIfInvalid(err)
 	}
 	return http.StatusNoContent, nil, nil
+}
+
+// releaseNode: POST /v1/nodes/{name}/release {"accelerators": [2, 3]}
+// (admins): returns quarantined accelerators to service once the hardware
+// is fixed; {} returns all of them.
+func (s *server) releaseNode(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	name := r.PathValue("name")
+	if err := nodeName(name); err != nil {
+		return 0, nil, err
+	}
+	var req wire.ReleaseRequest
+	if err := decodeJSON(r, &req, `a release request ({} for every quarantined accelerator, or {"accelerators": [2, 3]})`); err != nil {
+		return 0, nil, err
+	}
+	if len(req.Accelerators) > structs.MaxAccelsPerNode {
+		return 0, nil, &structs.FieldError{Field: "accelerators", Msg: fmt.Sprintf("lists %d indices: list at most %d", len(req.Accelerators), structs.MaxAccelsPerNode)}
+	}
+	for i, a := range req.Accelerators {
+		if slices.Contains(req.Accelerators[:i], a) {
+			return 0, nil, &structs.FieldError{Field: "accelerators", Msg: fmt.Sprintf("lists %d twice: list each index once", a)}
+		}
+	}
+	res, err := s.apply(r.Context(), &state.NodeRelease{Name: structs.NodeID(name), Accels: req.Accelerators})
+	if err != nil {
+		return 0, nil, err
+	}
+	rr, _ := res.(state.ReleaseResult)
+	out := wire.ReleaseResponse{Released: rr.Released, Quarantined: rr.Quarantined}
+	s.store.Read(func(st *state.State) {
+		if ns := nodeStatuses(st, structs.NodeID(name)); len(ns) == 1 {
+			out.Node = ns[0]
+		}
+	})
+	return http.StatusOK, out, nil
 }
 
 // listClusters: GET /v1/clusters.

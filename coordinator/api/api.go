@@ -138,6 +138,7 @@ func (s *server) routes(reg *prometheus.Registry) {
 	s.handle("GET /v1/nodes/{name}", authUser, s.getNode)
 	s.handle("PUT /v1/nodes/{name}", authAdmin, s.putNode)
 	s.handle("DELETE /v1/nodes/{name}", authAdmin, s.deleteNode)
+	s.handle("POST /v1/nodes/{name}/release", authAdmin, s.releaseNode)
 
 	s.handle("GET /v1/clusters", authUser, s.listClusters)
 	s.handle("GET /v1/clusters/{name}", authUser, s.getCluster)

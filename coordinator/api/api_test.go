@@ -125,6 +125,7 @@ func TestAccessMatrix(t *testing.T) {
 		{"GET", "/v1/nodes/g1", "", all, nil},
 		{"PUT", "/v1/nodes/c1", `{name: c1, cpu: 32, memory: 128Gi}`, adminOnly(ok), nil},
 		{"DELETE", "/v1/nodes/c2", "", adminOnly(nocontent), nil},
+		{"POST", "/v1/nodes/g1/release", `{"accelerators": [0]}`, adminOnly(ok), nil},
 		{"GET", "/v1/clusters", "", all, nil},
 		{"GET", "/v1/clusters/local", "", all, nil},
 		{"PUT", "/v1/clusters/local", `{name: local, backend: local}`, adminOnly(ok), nil},

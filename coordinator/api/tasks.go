@@ -91,6 +91,9 @@ func (s *server) heartbeat(_ http.ResponseWriter, r *http.Request, _ caller) (in
 	if ev.Time.IsZero() || ev.Time.After(now) {
 		ev.Time = now // the agent's clock may be off; never record the future
 	}
+	if err := state.CheckReason(ev); err != nil {
+		return 0, nil, err // reason PreflightFailed (with state Failed) or none
+	}
 	if err := s.store.Heartbeat(id, tok, ev); err != nil {
 		return 0, nil, err
 	}

@@ -48,6 +48,7 @@ func nodeCommand() *cli.Command {
 			{Name: "set", Usage: "add or replace a node from a node spec (admins)", UsageText: "coordinator node set -f FILE",
 				Flags: []cli.Flag{fileFlag("the node spec"), outputFlag()}, Action: nodeSet},
 			{Name: "delete", Usage: "remove a node that runs nothing (admins)", ArgsUsage: "NAME", Action: nodeDelete},
+			nodeReleaseCommand(),
 		},
 	}
 }
@@ -212,7 +213,7 @@ func nodeList(c *cli.Context) error {
 			return
 		}
 		tw := tab(w)
-		row(tw, "NAME", "CLUSTER", "POOL", "STATE", "CPU", "MEMORY", "ACCELERATORS", "TASKS", "TAGS")
+		row(tw, "NAME", "CLUSTER", "POOL", "STATE", "CPU", "MEMORY", "ACCELERATORS", "QUARANTINED", "TASKS", "TAGS")
 		for _, n := range nodes {
 			accels := ""
 			if n.Capacity.Accels > 0 {
@@ -221,7 +222,7 @@ func nodeList(c *cli.Context) error {
 			row(tw, n.Name, n.Cluster, n.PoolName(), n.State,
 				structs.FormatMilliCPU(n.Allocated.MilliCPU)+"/"+structs.FormatMilliCPU(n.Capacity.MilliCPU),
 				structs.FormatBytes(n.Allocated.Memory)+"/"+structs.FormatBytes(n.Capacity.Memory),
-				accels, n.Tasks, tags(n.Tags))
+				accels, quarantinedCell(&n.Node), n.Tasks, tags(n.Tags))
 		}
 		tw.Flush()
 	})

@@ -158,6 +158,15 @@ func TestAdminRoundTrip(t *testing.T) {
 	require.NoError(t, admin.DeletePool(ctx, "vision"))
 	_, err = admin.Pool(ctx, "vision")
 	assert.ErrorIs(t, err, client.ErrNotFound)
+
+	rel, err := admin.ReleaseNode(ctx, "g1", nil)
+	require.NoError(t, err)
+	assert.Equal(t, []int{}, rel.Released, "nothing was quarantined")
+	assert.Equal(t, structs.NodeID("g1"), rel.Node.Name)
+	_, err = admin.ReleaseNode(ctx, "g1", []int{8})
+	assert.ErrorIs(t, err, client.ErrBadRequest)
+	_, err = newClient(e, "u1").ReleaseNode(ctx, "g1", nil)
+	assert.ErrorIs(t, err, client.ErrForbidden)
 }
 
 // flaky answers the first fail submissions with 503; with lose set it

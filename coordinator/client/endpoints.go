@@ -193,6 +193,18 @@ func (c *Client) DeleteNode(ctx context.Context, name structs.NodeID) error {
 	return c.do(ctx, request{method: http.MethodDelete, path: "/v1/nodes/" + seg(string(name))})
 }
 
+// ReleaseNode returns quarantined accelerators of node name to service
+// (admins); no accels returns every quarantined one.
+func (c *Client) ReleaseNode(ctx context.Context, name structs.NodeID, accels []int) (*wire.ReleaseResponse, error) {
+	var out wire.ReleaseResponse
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(string(name)) + "/release",
+		body: jsonBody(wire.ReleaseRequest{Accelerators: accels}), header: jsonHeader(), out: &out})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Clusters lists the clusters.
 func (c *Client) Clusters(ctx context.Context) ([]*structs.Cluster, error) {
 	var out wire.ClusterList

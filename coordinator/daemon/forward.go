@@ -216,6 +216,8 @@ func (r *applyReply) decode(c state.Command) (any, error) {
 		v = &state.CommitResult{}
 	case *state.JobsExpire:
 		v = &state.ExpireResult{}
+	case *state.NodeRelease:
+		v = &state.ReleaseResult{}
 	default:
 		return nil, nil
 	}
@@ -228,6 +230,8 @@ func (r *applyReply) decode(c state.Command) (any, error) {
 	case *state.CommitResult:
 		return *x, nil
 	case *state.ExpireResult:
+		return *x, nil
+	case *state.ReleaseResult:
 		return *x, nil
 	}
 	return nil, nil

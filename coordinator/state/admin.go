@@ -7,7 +7,8 @@ import (
 )
 
 // NodeUpsert adds a node or replaces its spec (capacity, tags, taints,
-// pool, state). Tasks on it keep running.
+// pool, state). Tasks on it keep running. Its quarantined accelerators
+// stay quarantined (NodeRelease returns them), whatever Node says.
 type NodeUpsert struct {
 	Node *structs.Node `json:"node"`
 }
@@ -25,10 +26,12 @@ func (c *NodeUpsert) apply(s *State) (any, error) {
 	if n.Cluster != "" && s.Clusters[n.Cluster] == nil {
 		return nil, invalidf("node %s: cluster %q does not exist", n.Name, n.Cluster)
 	}
-	if n.State == "" {
-		n.State = structs.NodeReady
+	nn := *n
+	if nn.State == "" {
+		nn.State = structs.NodeReady
 	}
-	s.Nodes[n.Name] = n
+	nn.Quarantined = s.keptQuarantine(n)
+	s.Nodes[n.Name] = &nn
 	s.admitter = nil
 	return nil, nil
 }

@@ -23,6 +23,7 @@ const (
 	MsgPlanCommit    MsgType = 10
 	MsgTaskUpdate    MsgType = 11
 	MsgJobsExpire    MsgType = 12
+	MsgNodeRelease   MsgType = 13
 )
 
 // Command is one deterministic change to the state.
@@ -72,6 +73,7 @@ func init() {
 	register(MsgPlanCommit, func() Command { return &PlanCommit{} })
 	register(MsgTaskUpdate, func() Command { return &TaskUpdate{} })
 	register(MsgJobsExpire, func() Command { return &JobsExpire{} })
+	register(MsgNodeRelease, func() Command { return &NodeRelease{} })
 }
 
 // Encode serialises c as its type byte followed by its JSON body.

@@ -158,10 +158,8 @@ func (s *State) checkPlacement(pl *sched.Placement, uses map[structs.NodeID]*use
 		if (u.accels|e.accels)&tp.Accels != 0 || int64(tp.Accels.Count()) != tp.Resources.Accels {
 			return fmt.Errorf("accelerators %v on node %s are taken", tp.Accels.Indices(), tp.Node)
 		}
-		for _, q := range n.QuarantinedAccels {
-			if tp.Accels&(1<<uint(q)) != 0 {
-				return fmt.Errorf("accelerator %d on node %s is quarantined", q, tp.Node)
-			}
+		if q := tp.Accels & n.QuarantinedMask(); q != 0 {
+			return fmt.Errorf("accelerators %v on node %s are quarantined", q.Indices(), tp.Node)
 		}
 		if tp.Resources.Accels > 0 && n.Capacity.Accels < 64 && uint64(tp.Accels)>>uint(n.Capacity.Accels) != 0 {
 			return fmt.Errorf("node %s has no accelerator %v", tp.Node, tp.Accels.Indices())

@@ -22,6 +22,12 @@ type TaskEvent struct {
 	// Endpoint, on a Running event, is where the task's atom serves launch
 	// requests (host:port); empty leaves the recorded one.
 	Endpoint string `json:"endpoint,omitempty"`
+	// Reason, on a Failed event, says the failure is not the job's own:
+	// structs.ReasonPreflightFailed (atom's accelerator check failed).
+	// Accelerators then lists the node's accelerator indices found bad,
+	// if atom could tell (none: all of the task's).
+	Reason       string `json:"reason,omitempty"`
+	Accelerators []int  `json:"accelerators,omitempty"`
 }
 
 // TaskUpdate applies task events in order. Events for unknown or already
@@ -38,6 +44,9 @@ func (c *TaskUpdate) apply(s *State) (any, error) {
 		case structs.TaskRunning, structs.TaskSucceeded, structs.TaskFailed, structs.TaskLost:
 		default:
 			return nil, invalidf("task %s: state %q is not allowed: use Running, Succeeded, Failed or Lost", e.Task, e.State)
+		}
+		if err := CheckReason(e); err != nil {
+			return nil, err
 		}
 	}
 	for _, e := range c.Events {
@@ -71,6 +80,15 @@ func (s *State) taskEvent(e TaskEvent) {
 	}
 	stopping, reason := t.State == structs.TaskStopping, t.StopReason
 	s.putTask(t.ID, func(t *structs.Task) { t.State, t.ExitCode = e.State, e.ExitCode })
+	if e.Reason == structs.ReasonPreflightFailed {
+		handled, msg := s.preflightFailed(t, e, j != nil && t.Attempt == j.Attempt && !stopping)
+		switch {
+		case !handled:
+			e.Message = msg // an ordinary failure: say why nothing was quarantined
+		case !stopping:
+			return
+		}
+	}
 	if j == nil || t.Attempt != j.Attempt {
 		return
 	}
@@ -164,7 +182,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
 		return
 	}
 	why := fmt.Sprintf("replica %d %s", t.Index, describeExit(e))
-	restarts := j.Attempt - j.Preemptions
+	restarts := j.Attempt - j.Preemptions - j.PreflightFailures
 	if j.RestartPolicy != structs.RestartOnFailure || restarts >= MaxRestarts {
 		s.endJob(id, structs.JobFailed, why, e.Time, structs.StopCancelled)
 		return

@@ -157,6 +157,7 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 		return place{g.cluster, -1}
 	}
 	var maxCap int64
+	var qAccels, qNodes int64 // quarantined accelerators on nodes of the right class
 	frag := &Fragmentation{AccelType: r.AccelType, Needed: r.Accels}
 	add := func(k rkey, n int) {
 		if counts[k] == 0 {
@@ -180,17 +181,28 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 		}
 		for _, ni := range g.nodes {
 			nd := &w.nodes[ni]
+			if q := nd.n.QuarantinedMask(); r.Accels > 0 && q != 0 {
+				qAccels += popcount(q)
+				qNodes++
+			}
 			rs := w.nodeCheck(c, ni)
 			if hw && rs != rNodeName {
 				rs = rOK
 			}
+			quarantined := false // fits once quarantined accelerators return
 			if rs == rOK || rs == rSpread {
-				if rc := w.capacityCheck(ni, r); rc != rOK {
+				switch rc := w.capacityCheck(ni, r); rc {
+				case rOK:
+				case rBadAccel:
+					quarantined = true
+				default:
 					rs = rc
 				}
 			}
 			if rs == rOK || rs == rSpread {
-				ever[placeOf(g)] += w.slots(c, ni, true)
+				// A quarantine is lifted by an admin: it makes a job wait,
+				// never "can never fit".
+				ever[placeOf(g)] += w.slots(c, ni, true, true)
 				if r.Accels > 0 {
 					maxCap = max(maxCap, nd.n.Capacity.Accels)
 					if free := popcount(nd.accels); free > 0 {
@@ -200,11 +212,14 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 					}
 				}
 			}
+			if rs == rOK && quarantined {
+				rs = rBadAccel
+			}
 			if rs == rOK {
 				rs = w.freeCheck(ni, w.alloc(ni, r), j.ID, j.Priority)
 				if rs == rOK {
 					why.Fit++
-					now[placeOf(g)] += w.slots(c, ni, false)
+					now[placeOf(g)] += w.slots(c, ni, false, false)
 					continue
 				}
 			}
@@ -262,6 +277,13 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 		}
 		why.Fragmentation = frag
 	}
+	if qAccels > 0 {
+		what := r.AccelType
+		if what == "" {
+			what = "matching"
+		}
+		why.Notes = append(why.Notes, fmt.Sprintf("%d %s accelerators on %d node(s) are quarantined after failed preflights (an admin returns them with coordinator node release)", qAccels, what, qNodes))
+	}
 	if why.NeverFits && r.Accels > 0 && maxCap > 0 && maxCap < r.Accels {
 		why.Notes = append(why.Notes, fmt.Sprintf("at most %d accelerators on one node, %d asked per replica", maxCap, r.Accels))
 	}
@@ -302,6 +324,8 @@ func (w *world) reasonText(rs reason, c *jobCtx, ni int32) string {
 		return "failing job affinity"
 	case rCapacity:
 		return "too small for one replica (" + r.String() + ")"
+	case rBadAccel:
+		return "with too few accelerators out of quarantine"
 	case rBound:
 		return fmt.Sprintf("binding %s CPU and %s memory per accelerator, less than asked", structs.FormatMilliCPU(nd.shareCPU), structs.FormatBytes(nd.shareMem))
 	case rSpread:

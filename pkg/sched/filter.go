@@ -34,6 +34,7 @@ const (
 	rAffinity        // job affinity or anti-affinity
 	rCapacity        // the node can never hold one replica
 	rBound           // request above the CPU/memory bound to the accelerators
+	rBadAccel        // would hold one replica, but too many of its accelerators are quarantined
 	rSpread          // already holds a replica of this job (spreadReplicas)
 	rReserved        // free resources are reserved for another job
 	rFree            // not enough free now
@@ -329,16 +330,20 @@ func (w *world) alloc(ni int32, r structs.Resources) structs.Resources {
 }
 
 // capacityCheck reports whether node ni could ever hold one replica
-// asking r (on an empty node), and whether the request respects the bound.
+// asking r (on an empty node), and whether the request respects the bound;
+// rBadAccel when it could once its quarantined accelerators return.
 func (w *world) capacityCheck(ni int32, r structs.Resources) reason {
 	n := &w.nodes[ni]
 	capa := n.n.Capacity
 	if r.Accels > 0 {
-		if r.Accels > n.healthy {
+		if r.Accels > capa.Accels {
 			return rCapacity
 		}
 		if r.MilliCPU > r.Accels*n.shareCPU || r.Memory > r.Accels*n.shareMem {
 			return rBound
+		}
+		if r.Accels > n.healthy {
+			return rBadAccel // until an admin releases them
 		}
 		return rOK
 	}

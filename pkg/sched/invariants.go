@@ -9,9 +9,10 @@ import (
 )
 
 // CheckInvariants checks the promises of DESIGN §10 on a state: no node
-// over capacity, no accelerator in two tasks or quarantined, quota usage
-// equal to the sum of the charges of the jobs, never below zero, and every
-// gang with 0 or all of its replicas placed. It returns every violation.
+// over capacity, no accelerator in two tasks or given to a task after it
+// was quarantined, quota usage equal to the sum of the charges of the
+// jobs, never below zero, and every gang with 0 or all of its replicas
+// placed. It returns every violation.
 func CheckInvariants(snap *Snapshot) error {
 	var errs []error
 	nodes := map[structs.NodeID]*structs.Node{}
@@ -42,9 +43,11 @@ func CheckInvariants(snap *Snapshot) error {
 		if u.accels&t.Accels != 0 {
 			errs = append(errs, fmt.Errorf("node %s: accelerators %v of task %s are already in another task", t.Node, (u.accels&t.Accels).Indices(), t.ID))
 		}
-		for _, q := range n.QuarantinedAccels {
-			if t.Accels&(1<<uint(q)) != 0 && t.State != structs.TaskStopping {
-				errs = append(errs, fmt.Errorf("node %s: task %s holds quarantined accelerator %d", t.Node, t.ID, q))
+		for _, q := range n.Quarantined {
+			// A task already on an accelerator when it was quarantined
+			// runs until it ends; one placed there later is a violation.
+			if q.Accel >= 0 && q.Accel < 64 && t.Accels&(1<<uint(q.Accel)) != 0 && t.ScheduledAt.After(q.Since) {
+				errs = append(errs, fmt.Errorf("node %s: task %s was placed on accelerator %d after it was quarantined", t.Node, t.ID, q.Accel))
 			}
 		}
 		if int64(t.Accels.Count()) != t.Resources.Accels {

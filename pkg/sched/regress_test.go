@@ -177,7 +177,7 @@ func TestRegression14ScaleDownStoppingTaskCounted(t *testing.T) {
 
 func TestRegression15QuarantineDuplicates(t *testing.T) {
 	n := st.G8("n1", "A")
-	n.QuarantinedAccels = []int{3, 3}
+	n.Quarantined = []structs.Quarantine{{Accel: 3}, {Accel: 3}}
 	h := st.New(t, n)
 	h.Quota(rvU1, rvGPU("A", 8))
 	assert.NoError(t, h.Submit(st.NewJob("j", "u1").GPU("A", 7).Obj()))

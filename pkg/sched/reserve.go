@@ -32,20 +32,24 @@ func (w *world) everSlots(c *jobCtx, lvl int) int {
 			if (r != rOK && r != rSpread) || w.capacityCheck(ni, c.shape.Resources) != rOK {
 				continue
 			}
-			n += w.slots(c, ni, true)
+			n += w.slots(c, ni, true, false)
 		}
 	}
 	return n
 }
 
-// slots is how many replicas of c node ni holds: on an empty node if empty,
-// else in what is free now.
-func (w *world) slots(c *jobCtx, ni int32, empty bool) int {
+// slots is how many replicas of c node ni holds: on an empty node if empty
+// (counting its quarantined accelerators too if whole), else in what is
+// free now.
+func (w *world) slots(c *jobCtx, ni int32, empty, whole bool) int {
 	r := c.shape.Resources
 	a := w.alloc(ni, r)
 	nd := &w.nodes[ni]
 	capa := nd.n.Capacity
 	cpu, mem, acc := capa.MilliCPU, capa.Memory, nd.healthy
+	if whole {
+		acc = capa.Accels
+	}
 	if !empty {
 		hc, hm, ha, _ := w.held(ni, c.j.ID, c.j.Priority)
 		cpu, mem, acc = nd.freeCPU-hc, nd.freeMem-hm, popcount(nd.accels)-ha
@@ -99,7 +103,7 @@ func (w *world) reserveGang(j *structs.Job, cl, p int16) bool {
 			if s.Resources.Accels > 0 {
 				free = popcount(w.nodes[ni].accels)
 			}
-			cands = append(cands, cand{ni, free, w.slots(c, ni, true)})
+			cands = append(cands, cand{ni, free, w.slots(c, ni, true, false)})
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.free, a.free) })

@@ -637,7 +637,9 @@ func TestReviewScheduleSurvivesHostileSnapshots(t *testing.T) {
 	})
 	t.Run("quarantined accelerators and nodes that are not ready", func(t *testing.T) {
 		q := st.G8("q", "A")
-		q.QuarantinedAccels = []int{0, 1, 2, 3, 4, 5, 6}
+		for a := range 7 {
+			q.Quarantined = append(q.Quarantined, structs.Quarantine{Accel: a})
+		}
 		var nodes []*structs.Node
 		for _, s := range []structs.NodeState{structs.NodeNotReady, structs.NodeDraining, structs.NodeQuarantined, "exploded"} {
 			n := st.G8(string(s), "A")
@@ -835,8 +837,8 @@ func rvHostileStream(t *testing.T, seed uint64, steps int) {
 					}
 				}
 				a := r.IntN(int(n.Capacity.Accels))
-				if used&(1<<uint(a)) == 0 && !slices.Contains(n.QuarantinedAccels, a) {
-					n.QuarantinedAccels = append(n.QuarantinedAccels, a)
+				if used&(1<<uint(a)) == 0 && n.QuarantinedMask()&(1<<uint(a)) == 0 {
+					n.Quarantined = append(n.Quarantined, structs.Quarantine{Accel: a, Since: h.Now})
 				}
 			}
 		case op < 12:
@@ -872,9 +874,7 @@ func rvHostileStream(t *testing.T, seed uint64, steps int) {
 				if j.NodeName != "" {
 					require.Equal(t, j.NodeName, n.Name)
 				}
-				for _, q := range n.QuarantinedAccels {
-					require.Zero(t, tp.Accels&(1<<uint(q)), "quarantined accelerator used")
-				}
+				require.Zero(t, tp.Accels&n.QuarantinedMask(), "quarantined accelerator used")
 				require.NotEqual(t, structs.PoolID("ghost"), n.Pool, "undeclared pools are never used")
 				if j.Priority == structs.PriorityHigh {
 					require.Equal(t, structs.PoolID("vision"), tp.Pool)

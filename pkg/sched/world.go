@@ -154,11 +154,7 @@ func (w *world) buildNodes() {
 			if a >= 64 {
 				wn.accels = ^structs.AccelMask(0)
 			}
-			for _, q := range n.QuarantinedAccels {
-				if q >= 0 && q < 64 {
-					wn.accels &^= 1 << uint(q)
-				}
-			}
+			wn.accels &^= n.QuarantinedMask() // never given to a new task
 			wn.healthy = popcount(wn.accels)
 		}
 		if len(n.Capacity.Devices) > 0 {

@@ -53,6 +53,10 @@ const (
 	ReasonPendingTimeout = "PendingTimeout"
 	ReasonPreempted      = "Preempted"
 	ReasonTooManyPreempt = "PreemptionLimit"
+	// ReasonPreflightFailed marks a task event: atom's accelerator
+	// preflight failed, so the coordinator quarantines the accelerators
+	// and requeues the job.
+	ReasonPreflightFailed = "PreflightFailed"
 )
 
 // RestartPolicy says what happens when a replica ends or is lost.
@@ -136,6 +140,10 @@ type Job struct {
 	// PoolOnly is set when a normal job was accepted without public quota
 	// because its project has a pool: it may run only in that pool.
 	PoolOnly bool `json:"poolOnly,omitempty"`
+	// PreflightFailures counts requeues after a failed accelerator
+	// preflight: like Preemptions, they are not restarts (not the job's
+	// fault). Attempt - Preemptions - PreflightFailures is the restarts.
+	PreflightFailures int `json:"preflightFailures,omitempty"`
 }
 
 // Volume mounts a persistent volume claim (Ceph RBD) into every replica.

@@ -1,6 +1,8 @@
 package structs
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -33,11 +35,34 @@ type Node struct {
 	// Per-accelerator binding; zero means capacity / accelerator count.
 	MilliCPUPerAccel int64 `json:"milliCPUPerAccel,omitempty"`
 	MemoryPerAccel   int64 `json:"memoryPerAccel,omitempty"`
-	// QuarantinedAccels lists accelerator indices that failed a health check.
-	QuarantinedAccels []int `json:"quarantinedAccels,omitempty"`
+	// Quarantined lists the accelerators taken out of service, one entry
+	// per accelerator, by index. Only the coordinator writes it (a failed
+	// preflight adds, an admin's release removes); a node spec never does.
+	Quarantined []Quarantine `json:"quarantined,omitempty"`
 
 	Tags   map[string]string `json:"tags,omitempty"` // labels; a bare tag "A100" is key "A100" with value ""
 	Taints []corev1.Taint    `json:"taints,omitempty"`
+}
+
+// Quarantine takes one accelerator of a node out of service because a
+// health check (atom's preflight) failed on it. A task already on it runs
+// until it ends; no new task gets it until an admin releases it.
+type Quarantine struct {
+	Accel  int       `json:"accelerator"`
+	Reason string    `json:"reason"` // what the check found
+	Since  time.Time `json:"since"`
+	Task   TaskID    `json:"task,omitempty"` // the task whose check failed
+}
+
+// QuarantinedMask returns the node's quarantined accelerators as a mask.
+func (n *Node) QuarantinedMask() AccelMask {
+	var m AccelMask
+	for _, q := range n.Quarantined {
+		if q.Accel >= 0 && q.Accel < MaxAccelsPerNode {
+			m |= 1 << uint(q.Accel)
+		}
+	}
+	return m
 }
 
 // PoolName returns the node's pool, mapping "" to PublicPool.

@@ -53,10 +53,14 @@ func (r Result) UUIDs() []string {
 }
 
 // CheckError is a failed preflight; Check names the check that failed
-// (nvml, list, count, type, ecc, retired-pages).
+// (nvml, list, count, type, ecc, retired-pages). Accelerators lists the
+// allocated indices (from Want) of the GPUs that failed, matched by
+// position among the visible GPUs; it is empty when the check cannot tell
+// which (nvml, list, count).
 type CheckError struct {
-	Check  string
-	Detail string
+	Check        string
+	Detail       string
+	Accelerators []int
 }
 
 func (e *CheckError) Error() string {
@@ -80,17 +84,39 @@ func Preflight(l Lister, w Want) (Result, error) {
 	if len(devs) != len(w.Accelerators) {
 		return res, &CheckError{Check: "count", Detail: fmt.Sprintf("%d GPUs visible, %d allocated", len(devs), len(w.Accelerators))}
 	}
-	for _, d := range devs {
-		switch {
-		case w.Type != "" && !strings.Contains(strings.ToLower(d.Name), strings.ToLower(w.Type)):
-			return res, &CheckError{Check: "type", Detail: fmt.Sprintf("GPU %d (%s) is %q, allocated %s", d.Index, d.UUID, d.Name, w.Type)}
-		case d.UncorrectableECC > 0:
-			return res, &CheckError{Check: "ecc", Detail: fmt.Sprintf("GPU %d (%s) has %d uncorrectable ECC errors", d.Index, d.UUID, d.UncorrectableECC)}
-		case d.RetiredPagesPending:
-			return res, &CheckError{Check: "retired-pages", Detail: fmt.Sprintf("GPU %d (%s) has a page retirement pending", d.Index, d.UUID)}
+	// Every GPU is checked, so one report names all the bad ones; the
+	// first failure names the check.
+	var fail *CheckError
+	var details []string
+	for p, d := range devs {
+		check, detail := checkDevice(d, w.Type)
+		if check == "" {
+			continue
 		}
+		if fail == nil {
+			fail = &CheckError{Check: check}
+		}
+		fail.Accelerators = append(fail.Accelerators, w.Accelerators[p])
+		details = append(details, detail)
+	}
+	if fail != nil {
+		fail.Detail = strings.Join(details, "; ")
+		return res, fail
 	}
 	return res, nil
+}
+
+// checkDevice returns the first check d fails and what it found, or "".
+func checkDevice(d Device, typ string) (check, detail string) {
+	switch {
+	case typ != "" && !strings.Contains(strings.ToLower(d.Name), strings.ToLower(typ)):
+		return "type", fmt.Sprintf("GPU %d (%s) is %q, allocated %s", d.Index, d.UUID, d.Name, typ)
+	case d.UncorrectableECC > 0:
+		return "ecc", fmt.Sprintf("GPU %d (%s) has %d uncorrectable ECC errors", d.Index, d.UUID, d.UncorrectableECC)
+	case d.RetiredPagesPending:
+		return "retired-pages", fmt.Sprintf("GPU %d (%s) has a page retirement pending", d.Index, d.UUID)
+	}
+	return "", ""
 }
 
 func orAny(t string) string {

@@ -32,6 +32,7 @@ func TestPreflight(t *testing.T) {
 		available bool
 		check     string // the failed check; "" passes
 		msg       string
+		bad       []int // the allocated indices reported failed
 	}{
 		"cpu task without nvml":      {lister: noNVML},
 		"gpu task without nvml":      {lister: noNVML, want: gpu.Want{Accelerators: []int{0}, Type: "A100"}, check: "nvml", msg: "accelerators allocated but NVML is not available"},
@@ -40,9 +41,10 @@ func TestPreflight(t *testing.T) {
 		"cpu task on a gpu host":     {lister: fakeLister{devs: []gpu.Device{}}, available: true},
 		"too many visible":           {lister: fakeLister{devs: []gpu.Device{a100(0), a100(1)}}, want: gpu.Want{Accelerators: []int{0}}, available: true, check: "count", msg: "2 GPUs visible, 1 allocated"},
 		"too few visible":            {lister: fakeLister{devs: []gpu.Device{a100(0)}}, want: gpu.Want{Accelerators: []int{0, 1}}, available: true, check: "count"},
-		"wrong model":                {lister: fakeLister{devs: []gpu.Device{a100(0)}}, want: gpu.Want{Accelerators: []int{0}, Type: "H100"}, available: true, check: "type", msg: `is "NVIDIA A100-SXM4-80GB", allocated H100`},
-		"ecc errors":                 {lister: fakeLister{devs: []gpu.Device{a100(0), {Index: 1, UUID: "GPU-1", Name: "NVIDIA A100", UncorrectableECC: 2}}}, want: gpu.Want{Accelerators: []int{0, 1}}, available: true, check: "ecc", msg: "GPU 1 (GPU-1) has 2 uncorrectable ECC errors"},
-		"retirement pending":         {lister: fakeLister{devs: []gpu.Device{{Index: 0, UUID: "GPU-0", Name: "A100", RetiredPagesPending: true}}}, want: gpu.Want{Accelerators: []int{0}}, available: true, check: "retired-pages"},
+		"wrong model":                {lister: fakeLister{devs: []gpu.Device{a100(0)}}, want: gpu.Want{Accelerators: []int{0}, Type: "H100"}, available: true, check: "type", msg: `is "NVIDIA A100-SXM4-80GB", allocated H100`, bad: []int{0}},
+		"ecc errors":                 {lister: fakeLister{devs: []gpu.Device{a100(0), {Index: 1, UUID: "GPU-1", Name: "NVIDIA A100", UncorrectableECC: 2}}}, want: gpu.Want{Accelerators: []int{4, 6}}, available: true, check: "ecc", msg: "GPU 1 (GPU-1) has 2 uncorrectable ECC errors", bad: []int{6}},
+		"retirement pending":         {lister: fakeLister{devs: []gpu.Device{{Index: 0, UUID: "GPU-0", Name: "A100", RetiredPagesPending: true}}}, want: gpu.Want{Accelerators: []int{0}}, available: true, check: "retired-pages", bad: []int{0}},
+		"two bad GPUs":               {lister: fakeLister{devs: []gpu.Device{{Index: 0, UUID: "GPU-0", Name: "A100", UncorrectableECC: 1}, a100(1), {Index: 2, UUID: "GPU-2", Name: "A100", RetiredPagesPending: true}}}, want: gpu.Want{Accelerators: []int{1, 2, 3}}, available: true, check: "ecc", msg: "GPU 0 (GPU-0) has 1 uncorrectable ECC errors; GPU 2 (GPU-2) has a page retirement pending", bad: []int{1, 3}},
 		"nvml fails for other cause": {lister: fakeLister{err: errors.New("nvml init: insufficient permissions")}, check: "list", msg: "insufficient permissions"},
 	}
 	for name, tc := range cases {
@@ -60,6 +62,7 @@ func TestPreflight(t *testing.T) {
 			assert.Equal(t, tc.check, ce.Check)
 			assert.Contains(t, err.Error(), "gpu preflight failed: "+tc.check+": ")
 			assert.Contains(t, err.Error(), tc.msg)
+			assert.Equal(t, tc.bad, ce.Accelerators, "allocated indices of the failed GPUs")
 		})
 	}
 }

@@ -131,7 +131,20 @@ func (r *Reporter) Run(ctx context.Context) error {
 // coordinator takes it or ctx ends. A coordinator that already holds the
 // task as ended (409) counts as taken.
 func (r *Reporter) Final(ctx context.Context, state structs.TaskState, exitCode int, msg string) error {
-	ev := wire.Heartbeat{State: state, ExitCode: exitCode, Message: msg, Time: time.Now()}
+	return r.final(ctx, wire.Heartbeat{State: state, ExitCode: exitCode, Message: msg, Time: time.Now()})
+}
+
+// FinalPreflight reports, like Final, that the accelerator preflight
+// failed: state Failed with reason PreflightFailed and the allocated
+// accelerator indices found bad (none: unknown). The coordinator
+// quarantines them and places the job elsewhere.
+func (r *Reporter) FinalPreflight(ctx context.Context, exitCode int, msg string, accels []int) error {
+	return r.final(ctx, wire.Heartbeat{State: structs.TaskFailed, ExitCode: exitCode, Message: msg,
+		Reason: structs.ReasonPreflightFailed, Accelerators: accels, Time: time.Now()})
+}
+
+func (r *Reporter) final(ctx context.Context, ev wire.Heartbeat) error {
+	state := ev.State
 	for n := 1; ; n++ {
 		_, err := r.client.Heartbeat(ctx, r.task, r.token, ev)
 		var ce *client.Error
