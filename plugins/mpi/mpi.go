@@ -46,6 +46,9 @@ const (
 type JobType struct {
 	// Poll is the peer-polling period; pollEvery when zero.
 	Poll time.Duration
+	// Now and Ticks stand in for the clock and the poll timer in tests.
+	Now   func() time.Time
+	Ticks <-chan time.Time
 }
 
 // New returns the MPI job type.
@@ -116,15 +119,28 @@ func options(t plugin.Task) (Options, error) {
 // waitForWorkers polls the coordinator until replicas 1..n-1 of t's
 // attempt have all reported a launch endpoint.
 func (j JobType) waitForWorkers(ctx context.Context, t plugin.Task, timeout time.Duration) ([]wire.Peer, error) {
-	c := client.New(strings.Split(t.Coordinator, ",")[0], "")
-	every := j.Poll
+	var servers []*client.Client
+	for _, a := range strings.Split(t.Coordinator, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			servers = append(servers, client.New(a, ""))
+		}
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("no coordinator to ask for the workers: ATOM_COORDINATOR is empty")
+	}
+	every, now := j.Poll, j.Now
 	if every == 0 {
 		every = pollEvery
 	}
-	deadline := time.Now().Add(timeout)
+	if now == nil {
+		now = time.Now
+	}
+	deadline := now().Add(timeout)
 	var missing string
-	for {
-		pl, err := c.Peers(ctx, structs.TaskID(t.ID), t.Token)
+	for n := 0; ; n++ {
+		// A follower that has not applied the attempt yet refuses its
+		// tokens; a server may be down: move on to the next one.
+		pl, err := servers[n%len(servers)].Peers(ctx, structs.TaskID(t.ID), t.Token)
 		if err == nil {
 			if pl.Attempt != t.Attempt {
 				return nil, fmt.Errorf("the job moved on to attempt %d; this launcher belongs to attempt %d", pl.Attempt, t.Attempt)
@@ -136,16 +152,28 @@ func (j JobType) waitForWorkers(ctx context.Context, t plugin.Task, timeout time
 		} else {
 			missing = "the coordinator did not answer: " + err.Error()
 		}
-		if time.Now().After(deadline) {
+		if now().After(deadline) {
 			return nil, fmt.Errorf("MPI workers not ready after %s: %s", timeout, missing)
 		}
-		tm := time.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			tm.Stop()
-			return nil, ctx.Err()
-		case <-tm.C:
+		if err := j.wait(ctx, every); err != nil {
+			return nil, err
 		}
+	}
+}
+
+// wait waits a poll period (or the test's next tick).
+func (j JobType) wait(ctx context.Context, every time.Duration) error {
+	ticks := j.Ticks
+	if ticks == nil {
+		tm := time.NewTimer(every)
+		defer tm.Stop()
+		ticks = tm.C
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-ticks:
+		return nil
 	}
 }
 
@@ -218,6 +246,9 @@ func Argv(t plugin.Task, o Options, hostfile string, local bool) []string {
 		// Only the launcher has the host map; workers must not launch
 		// further daemons themselves (OpenMPI's tree spawn).
 		"--mca", "plm_rsh_no_tree_spawn", "1",
+		// orted daemonizes by default, which would detach the ranks from
+		// the worker's atom: the worker would end while its ranks run.
+		"--leave-session-attached",
 	}
 	if os.Geteuid() == 0 {
 		argv = append(argv, "--allow-run-as-root")

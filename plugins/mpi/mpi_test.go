@@ -53,7 +53,7 @@ func TestHostsAndArgv(t *testing.T) {
 	if os.Geteuid() == 0 {
 		root = []string{"--allow-run-as-root"}
 	}
-	want := append(append([]string{"mpirun", "--hostfile", hostfile, "-np", "6", "--mca", "plm_rsh_agent", "/app/atom rsh", "--mca", "plm_rsh_no_tree_spawn", "1"}, root...),
+	want := append(append([]string{"mpirun", "--hostfile", hostfile, "-np", "6", "--mca", "plm_rsh_agent", "/app/atom rsh", "--mca", "plm_rsh_no_tree_spawn", "1", "--leave-session-attached"}, root...),
 		"-x", "NCCL_DEBUG", "./allreduce", "x")
 	assert.Equal(t, want, Argv(task, o, hostfile, false))
 	local := Argv(task, o, hostfile, true)
