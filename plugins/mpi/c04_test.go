@@ -3,7 +3,7 @@ package mpi_test
 import (
 	"context"
 	"encoding/json"
-		"strings"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
