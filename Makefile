@@ -18,13 +18,11 @@ test: deps deps-mpi
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
 
-# atom's GPU preflight on this machine, every GPU nvidia-smi lists allocated
-# (none without nvidia-smi); fails when the preflight does.
+# atom's real NVML path on a machine with NVIDIA GPUs: the preflight of
+# every GPU, a wrong model refused, and a job on coordinator dev --real-gpus
+# checked by atom before it runs (test/gpu/check.sh).
 gpu-check: deps
-	$(GO) build -o bin/atom ./atom
-	@accels=$$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr -d ' ' | paste -sd, -); \
-	echo "ATOM_ACCELERATORS=$$accels"; \
-	ATOM_ACCELERATORS="$$accels" ./bin/atom preflight
+	./test/gpu/check.sh
 
 # Scheduling core throughput: 10,000 nodes, 100,000 pending jobs, one core.
 bench-sched: deps
