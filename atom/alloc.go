@@ -49,7 +49,7 @@ func readAllocation(c *cli.Context) (allocation, error) {
 	if a.Kind == "" {
 		a.Kind = "command"
 	}
-	a.Node, a.SimulatedGPUs = c.String("node"), c.Bool("simulated-gpus")
+	a.Node, a.SimulatedGPUs, a.GPU.HostGPUs = c.String("node"), c.Bool("simulated-gpus"), c.Bool("host-gpus")
 	var err error
 	if a.GPUFaults, err = gpu.ParseFaults(c.String("simulated-gpu-faults")); err != nil {
 		return a, err

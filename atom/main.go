@@ -57,6 +57,7 @@ func allocFlags() []cli.Flag {
 		&cli.StringFlag{Name: "kind", EnvVars: []string{"ATOM_JOB_KIND"}, Value: "command", Usage: "the job's kind: the job type that prepares the task"},
 		&cli.StringFlag{Name: "node", EnvVars: []string{"ATOM_NODE"}, Usage: "the node the task was placed on"},
 		&cli.BoolFlag{Name: "simulated-gpus", EnvVars: []string{"ATOM_SIMULATED_GPUS"}, Usage: "the node's accelerators are simulated (local backend): check the allocation against them, not NVML"},
+		&cli.BoolFlag{Name: "host-gpus", EnvVars: []string{"ATOM_HOST_GPUS"}, Usage: "every GPU of the host is visible (no container): check only the allocated ones and hide the others from the job (CUDA_VISIBLE_DEVICES)"},
 		&cli.StringFlag{Name: "simulated-gpu-faults", EnvVars: []string{"ATOM_SIMULATED_GPU_FAULTS"}, Usage: "faults of simulated accelerators: INDEX:ecc or INDEX:retired-pages, comma-separated"},
 		&cli.StringFlag{Name: "job-spec", EnvVars: []string{"ATOM_JOB_SPEC"}, Usage: "the job as accepted, in JSON (set by the backend)"},
 		&cli.StringFlag{Name: "accel-type", EnvVars: []string{"ATOM_ACCEL_TYPE"}, Usage: "allocated accelerator model, such as A100"},

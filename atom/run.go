@@ -102,6 +102,9 @@ func run(c *cli.Context) error {
 	extra := map[string]string{}
 	if res.Available {
 		extra["ATOM_GPU_UUIDS"] = strings.Join(res.UUIDs(), ",")
+		if a.GPU.HostGPUs { // the job sees only its own GPUs
+			extra["CUDA_VISIBLE_DEVICES"] = extra["ATOM_GPU_UUIDS"] // "" hides them all
+		}
 	}
 
 	// 3. Heartbeat from here on; signals are caught first so none is lost.

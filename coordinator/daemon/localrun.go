@@ -82,7 +82,11 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 		env[k] = v
 	}
 	env["ATOM_HEARTBEAT"] = b.every.String()
-	if b.Simulate && t.Resources.Accels > 0 {
+	// A local process sees the machine's GPUs (or, simulated, none): atom
+	// checks only the allocated ones, real or simulated.
+	if !b.Simulate {
+		env["ATOM_HOST_GPUS"] = "true"
+	} else {
 		env["ATOM_SIMULATED_GPUS"] = "true"
 		if f := b.Faults[string(t.Node)]; f != "" {
 			env["ATOM_SIMULATED_GPU_FAULTS"] = f

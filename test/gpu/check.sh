@@ -5,7 +5,8 @@
 #   2. the same allocation as another model: refused (exit 3);
 #   3. a job on `coordinator dev --real-gpus` asking for every GPU: atom
 #      checks them with NVML before the command runs, and the command sees
-#      ATOM_GPU_UUIDS.
+#      ATOM_GPU_UUIDS and CUDA_VISIBLE_DEVICES;
+#   4. a CPU job on the same host passes the preflight and sees no GPU.
 # Uses $ATOM_BIN_DIR/{atom,coordinator} when there (prebuilt), else builds.
 set -u
 BIN=${ATOM_BIN_DIR:-bin}
@@ -46,7 +47,13 @@ cat >"$work/job.yaml" <<EOT
 kind: command
 name: nvml
 resources: {cpu: 1, memory: 1Gi, accelerators: {type: $model, count: $n}}
-command: [sh, -c, 'echo uuids=\$ATOM_GPU_UUIDS; nvidia-smi -L']
+command: [sh, -c, 'echo uuids=\$ATOM_GPU_UUIDS cuda=\$CUDA_VISIBLE_DEVICES; nvidia-smi -L']
+EOT
+cat >"$work/cpu.yaml" <<EOT
+kind: command
+name: cpu
+resources: {cpu: 1, memory: 1Gi}
+command: [sh, -c, 'echo cuda=[\$CUDA_VISIBLE_DEVICES]']
 EOT
 "$BIN/coordinator" dev --real-gpus --tokens "$work/tokens.yaml" --cluster-config "$work/cluster.yaml" \
 	--data-dir "$work/data" --http-addr 127.0.0.1:7399 --atom "$BIN/atom" >"$work/dev.log" 2>&1 &
@@ -65,5 +72,18 @@ done
 logs=$("$BIN/coordinator" job logs "$id")
 echo "$logs"
 [ "$state" = Succeeded ] || fail "job $id ended $state"
-echo "$logs" | grep -q '^uuids=GPU-' || fail "the job did not see ATOM_GPU_UUIDS"
+echo "$logs" | grep -q '^uuids=GPU-.* cuda=GPU-' || fail "the job did not see ATOM_GPU_UUIDS and CUDA_VISIBLE_DEVICES"
+
+echo "== 4. a CPU job on the same GPU host: passes the preflight, sees no GPU"
+"$BIN/coordinator" job submit -f "$work/cpu.yaml" --wait || fail "submit cpu"
+cid=$("$BIN/coordinator" job list -o json | sed -n 's/.*"id": *"\(cpu-[a-z0-9]*\)".*/\1/p' | head -1)
+for _ in $(seq 100); do
+	state=$("$BIN/coordinator" job status -o json "$cid" | sed -n 's/^    "state": *"\([A-Za-z]*\)".*/\1/p' | head -1)
+	case $state in Succeeded | Failed | Cancelled) break ;; esac
+	sleep 0.2
+done
+clogs=$("$BIN/coordinator" job logs "$cid")
+echo "$clogs"
+[ "$state" = Succeeded ] || fail "cpu job $cid ended $state"
+echo "$clogs" | grep -q '^cuda=\[\]' || fail "the CPU job saw GPUs"
 echo "gpu_check=ok"

@@ -35,6 +35,11 @@ type Lister interface {
 type Want struct {
 	Accelerators []int  // allocated device indices; empty means none
 	Type         string // accelerator type, such as "A100"; empty accepts any model
+	// HostGPUs: every GPU of the node is visible (a process on the host,
+	// as with the local backend on a GPU machine), not only the allocated
+	// ones (a container given its GPUs). The allocated indices must be
+	// among the visible ones and only they are checked.
+	HostGPUs bool
 }
 
 // Result is what the preflight saw.
@@ -80,6 +85,11 @@ func Preflight(l Lister, w Want) (Result, error) {
 	case err != nil:
 		return Result{}, &CheckError{Check: "list", Detail: err.Error()}
 	}
+	if w.HostGPUs {
+		if devs, err = pick(devs, w.Accelerators); err != nil {
+			return Result{Available: true}, err
+		}
+	}
 	res := Result{Available: true, Devices: devs}
 	if len(devs) != len(w.Accelerators) {
 		return res, &CheckError{Check: "count", Detail: fmt.Sprintf("%d GPUs visible, %d allocated", len(devs), len(w.Accelerators))}
@@ -104,6 +114,23 @@ func Preflight(l Lister, w Want) (Result, error) {
 		return res, fail
 	}
 	return res, nil
+}
+
+// pick returns the devices with the allocated indices, in their order.
+func pick(devs []Device, want []int) ([]Device, error) {
+	byIndex := map[int]Device{}
+	for _, d := range devs {
+		byIndex[d.Index] = d
+	}
+	out := make([]Device, 0, len(want))
+	for _, i := range want {
+		d, ok := byIndex[i]
+		if !ok {
+			return nil, &CheckError{Check: "count", Detail: fmt.Sprintf("GPU %d allocated but the host has %d GPUs", i, len(devs)), Accelerators: []int{i}}
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // checkDevice returns the first check d fails and what it found, or "".

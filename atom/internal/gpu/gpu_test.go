@@ -98,3 +98,22 @@ func TestSimulatedAccelerators(t *testing.T) {
 	_, err = gpu.ParseFaults("2:melted")
 	assert.EqualError(t, err, `simulated GPU fault "2:melted": use INDEX:ecc or INDEX:retired-pages, comma-separated`)
 }
+
+// On a host that shows all its GPUs, only the allocated ones must exist
+// and are checked.
+func TestHostGPUs(t *testing.T) {
+	host := fakeLister{devs: []gpu.Device{
+		{Index: 0, UUID: "GPU-a", Name: "NVIDIA H200"},
+		{Index: 1, UUID: "GPU-b", Name: "NVIDIA H200", UncorrectableECC: 2},
+		{Index: 2, UUID: "GPU-c", Name: "NVIDIA H200"},
+	}}
+	res, err := gpu.Preflight(host, gpu.Want{Accelerators: []int{2, 0}, Type: "H200", HostGPUs: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"GPU-c", "GPU-a"}, res.UUIDs())
+	_, err = gpu.Preflight(host, gpu.Want{Accelerators: []int{1}, Type: "H200", HostGPUs: true})
+	assert.EqualError(t, err, "gpu preflight failed: ecc: GPU 1 (GPU-b) has 2 uncorrectable ECC errors")
+	_, err = gpu.Preflight(host, gpu.Want{Accelerators: []int{3}, HostGPUs: true})
+	assert.EqualError(t, err, "gpu preflight failed: count: GPU 3 allocated but the host has 3 GPUs")
+	_, err = gpu.Preflight(host, gpu.Want{Accelerators: []int{0}})
+	assert.EqualError(t, err, "gpu preflight failed: count: 3 GPUs visible, 1 allocated", "a container must see only its own")
+}
