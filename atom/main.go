@@ -5,6 +5,8 @@
 //
 //	atom run -- CMD [ARGS...]   preflight, then run CMD under supervision
 //	atom preflight              only the GPU preflight, as key=value lines
+//	atom cache put|get|ls|rm|du  load and inspect the Redis dataset cache
+//	atom cache mount DIR        serve it with FUSE (atom run does, for jobs with cache:)
 //
 // Its allocation comes from the environment the backend sets: ATOM_COORDINATOR,
 // ATOM_TASK_ID, ATOM_TOKEN, ATOM_JOB_ID, ATOM_REPLICA, ATOM_REPLICAS,
@@ -38,7 +40,7 @@ func app() *cli.App {
 	return &cli.App{
 		Name:     "atom",
 		Usage:    "the in-container agent of atom jobs",
-		Commands: []*cli.Command{runCommand(), preflightCommand(), pluginCommand(), rshCommand()},
+		Commands: []*cli.Command{runCommand(), preflightCommand(), pluginCommand(), rshCommand(), cacheCommand()},
 		// Exit codes are the job's: cli.Exit carries them out of Run.
 		ExitErrHandler: func(_ *cli.Context, err error) { cli.HandleExitCoder(err) },
 	}

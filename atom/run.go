@@ -106,6 +106,12 @@ func run(c *cli.Context) error {
 			extra["CUDA_VISIBLE_DEVICES"] = extra["ATOM_GPU_UUIDS"] // "" hides them all
 		}
 	}
+	// 2b. The dataset cache, when the job asks for it (cache.go).
+	unmount, err := mountCache(a, extra, log)
+	if err != nil {
+		return fail(exitCache, err.Error())
+	}
+	defer unmount()
 
 	// 3. Heartbeat from here on; signals are caught first so none is lost.
 	sigs := make(chan os.Signal, 4)
