@@ -7,16 +7,21 @@
 //	        Start                      leader exits
 //	(none) ───────► running ───────────────────────────► exited
 //	  │            (Started)                             (Exited)
-//	  │ cannot        │ Stop: SIGTERM to the group,          ▲
-//	  │ start         │       SIGKILL after the grace        │ leader exits
-//	  ▼               ▼                                      │
+//	  │ cannot        │ Stop: SIGTERM to the leader,         ▲
+//	  │ start         │       SIGKILL to the group           │ leader exits
+//	  ▼               ▼       after the grace                │
 //	failed         stopping ─────────────────────────────────┘
 //	(StartFailed)
 //
 // A task that started emits Started and later exactly one Exited; a task that
-// could not start emits StartFailed only. When the task's first process (the
-// group leader) exits, whatever it left behind in its process group is killed,
-// as when PID 1 of a container exits.
+// could not start emits StartFailed only. The task's first process is the
+// leader of its own process group. Stop (and Close) signal as Kubernetes
+// stops a container: SIGTERM to the leader only (the atom agent, which
+// passes it on to its job, or a bare command), so that each process gets it
+// once, from its parent; then, if the leader still lives after the grace,
+// SIGKILL to the whole group. When the leader exits, for whatever reason,
+// whatever it left behind in its process group is killed, as when PID 1 of a
+// container exits.
 //
 // The package needs Unix process groups; it is built and tested on Linux.
 package local
@@ -36,7 +41,7 @@ import (
 )
 
 // DefaultGrace is the stop grace used when Config.Grace is zero: the time
-// between SIGTERM and SIGKILL.
+// between SIGTERM to the leader and SIGKILL to the group.
 const DefaultGrace = 10 * time.Second
 
 // defaultPath is the child's PATH when the coordinator itself has none.
@@ -130,8 +135,9 @@ type Config struct {
 	// Clock stamps events; time.Now when nil. Stop's grace is measured by
 	// real timers regardless.
 	Clock func() time.Time
-	// Grace is the time between SIGTERM and SIGKILL used by Close and by
-	// Stop with a grace of zero or less; DefaultGrace (10s) when zero.
+	// Grace is the time between SIGTERM (to the leader) and SIGKILL (to
+	// the group) used by Close and by Stop with a grace of zero or less;
+	// DefaultGrace (10s) when zero.
 	Grace time.Duration
 }
 
@@ -160,7 +166,7 @@ type task struct {
 
 	// running: the leader has not exited. While it is true the leader is
 	// not reaped, so pid (and the group ID) cannot be reused and signals to
-	// the group reach only this task.
+	// it or its group reach only this task.
 	running bool
 	// termSent: Stop already sent SIGTERM.
 	termSent bool
@@ -340,7 +346,8 @@ func waitStatus(cmd *exec.Cmd) (syscall.WaitStatus, bool) {
 	return ws, ok
 }
 
-// Stop stops the task: SIGTERM to its process group now, SIGKILL to the group
+// Stop stops the task: SIGTERM to its leader now (not to the rest of its
+// group: the leader passes it on as it sees fit), SIGKILL to the whole group
 // if the leader is still alive after grace (Config.Grace when grace is zero
 // or less). It does not wait; the task's Exited event reports the end, once.
 // Stopping an unknown, failed or ended task does nothing. A second Stop
@@ -367,8 +374,10 @@ func (b *Backend) stopLocked(t *task, grace time.Duration) error {
 	}
 	if !t.termSent {
 		t.termSent = true
-		if err := syscall.Kill(-t.pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("send SIGTERM to group %d: %w", t.pid, err)
+		// The leader only: its children get TERM from it (atom forwards
+		// it to the job), never a second one from here.
+		if err := syscall.Kill(t.pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("send SIGTERM to pid %d: %w", t.pid, err)
 		}
 	}
 	at := time.Now().Add(grace)
@@ -422,9 +431,10 @@ func (b *Backend) LogPath(taskID string) string {
 	return filepath.Join(b.tasksDir, taskID, logName)
 }
 
-// Close stops every running task with Config.Grace, waits until all have
-// exited and their Exited events are queued, and then ends the event stream
-// (see Events). Start fails with ErrClosed afterwards. Close may be called
+// Close stops every running task as Stop does, with Config.Grace (SIGTERM
+// to each leader, SIGKILL to the group of each leader still alive after
+// it), waits until all have exited and their Exited events are queued, and
+// then ends the event stream (see Events). Start fails with ErrClosed afterwards. Close may be called
 // more than once.
 func (b *Backend) Close() {
 	b.mu.Lock()

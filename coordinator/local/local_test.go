@@ -333,7 +333,9 @@ func TestStopIgnoredTermKillsAfterGrace(t *testing.T) {
 	assert.Equal(t, 128+int(syscall.SIGKILL), exited.ExitCode)
 }
 
-func TestStopReachesChildren(t *testing.T) {
+// TestStopEndsChildrenWithTheLeader: a child that does not trap TERM
+// still ends when the leader does, which TERM ends.
+func TestStopEndsChildrenWithTheLeader(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t, local.Config{})
 	start(t, b, "t1", sh(`sleep 1000 & echo $! > child.pid; echo ready; wait`))
@@ -344,6 +346,57 @@ func TestStopReachesChildren(t *testing.T) {
 	require.NoError(t, b.Stop("t1", 10*time.Second))
 	exited := waitEvent(t, b, "t1", local.EventKindExited)
 	assert.Equal(t, "TERM", exited.Signal)
+	require.Eventually(t, func() bool { return gone(child) }, waitFor, tick, "child %d survived", child)
+}
+
+// leaderOnly is a task whose child would say so if it got SIGTERM; the
+// leader, when it gets SIGTERM, tells the child to finish (as atom passes
+// TERM on to its job) and waits for it.
+const leaderOnly = `(trap 'echo child-got-term; exit 0' TERM; while [ ! -e stop ]; do sleep 0.01; done; echo child-saw-stop) &
+trap 'echo leader-got-term; touch stop' TERM
+echo ready
+wait
+wait
+echo leader-done`
+
+// assertLeaderOnly checks the log of a leaderOnly task that was stopped:
+// the leader got SIGTERM once, its child none, and both finished.
+func assertLeaderOnly(t *testing.T, b *local.Backend, id string, exited local.Event) {
+	t.Helper()
+	log := readLog(t, b, id)
+	assert.Zero(t, exited.ExitCode, log)
+	assert.Empty(t, exited.Signal, log)
+	assert.Equal(t, 1, strings.Count(log, "leader-got-term"), log)
+	assert.NotContains(t, log, "child-got-term", "SIGTERM reached the leader's child directly")
+	assert.Contains(t, log, "child-saw-stop")
+	assert.Contains(t, log, "leader-done")
+}
+
+// TestStopSignalsOnlyTheLeader is Kubernetes' contract: SIGTERM goes to the
+// task's first process (atom, or a bare command) only, so a job under atom
+// gets it once, from atom, not a second time from the process group.
+func TestStopSignalsOnlyTheLeader(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, local.Config{})
+	start(t, b, "t1", sh(leaderOnly))
+	waitLog(t, b, "t1", "ready")
+
+	require.NoError(t, b.Stop("t1", time.Minute))
+	assertLeaderOnly(t, b, "t1", waitEvent(t, b, "t1", local.EventKindExited))
+}
+
+// TestStopKillsTheGroupAfterGrace: once the grace is over, SIGKILL goes
+// to the whole group, so a child that ignores TERM is not waited for.
+func TestStopKillsTheGroupAfterGrace(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, local.Config{})
+	start(t, b, "t1", sh(`trap '' TERM; sleep 1000 & echo $! > child.pid; echo ready; wait`))
+	waitLog(t, b, "t1", "ready")
+	child := readPID(t, b, "t1", "child.pid")
+
+	require.NoError(t, b.Stop("t1", 100*time.Millisecond))
+	exited := waitEvent(t, b, "t1", local.EventKindExited)
+	assert.Equal(t, "KILL", exited.Signal)
 	require.Eventually(t, func() bool { return gone(child) }, waitFor, tick, "child %d survived", child)
 }
 
@@ -464,6 +517,23 @@ func TestCloseStopsAll(t *testing.T) {
 	err := b.Start(context.Background(), local.Launch{TaskID: "d", Command: sh("exit 0")})
 	require.ErrorIs(t, err, local.ErrClosed)
 	b.Close() // twice is fine
+}
+
+// TestCloseSignalsOnlyTheLeaders: Close stops tasks as Stop does.
+func TestCloseSignalsOnlyTheLeaders(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, local.Config{Grace: time.Minute})
+	start(t, b, "t1", sh(leaderOnly))
+	waitLog(t, b, "t1", "ready")
+
+	var exited local.Event
+	for _, ev := range closeAndDrain(t, b) {
+		if ev.Kind == local.EventKindExited {
+			exited = ev
+		}
+	}
+	require.Equal(t, local.EventKindExited, exited.Kind)
+	assertLeaderOnly(t, b, "t1", exited)
 }
 
 func TestStartRejects(t *testing.T) {
