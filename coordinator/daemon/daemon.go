@@ -53,6 +53,9 @@ type Config struct {
 	// GPUFaults are simulated accelerator faults by node name
 	// ("2:ecc,3:retired-pages"), for atom's preflight to find.
 	GPUFaults map[string]string
+	// PluginDir, if set, is passed to every task as ATOM_PLUGIN_DIR: where
+	// atom finds external job-type plugins (atom-plugin-KIND).
+	PluginDir string
 	Logger    *slog.Logger
 }
 
@@ -124,7 +127,11 @@ func Start(cfg Config) (*Daemon, error) {
 		}
 	}
 	lb := NewLocalBackend(run, srv, strings.Join(addrs, ","), cfg.Atom, ttl/3, log)
-	lb.Simulate, lb.Faults = !cfg.RealGPUs, cfg.GPUFaults
+	lb.Simulate, lb.Faults, lb.PluginDir = !cfg.RealGPUs, cfg.GPUFaults, cfg.PluginDir
+	lb.Grace = cfg.Server.StopGrace
+	if lb.Grace <= 0 {
+		lb.Grace = server.DefaultStopGrace
+	}
 	srv.SetBackend(lb)
 
 	mux := http.NewServeMux()

@@ -39,6 +39,14 @@ type LocalBackend struct {
 	// node. Set before the first Start.
 	Simulate bool
 	Faults   map[string]string
+	// PluginDir, if set, is the directory of job-type plugins atom looks
+	// in (tasks get it as ATOM_PLUGIN_DIR). Set before the first Start.
+	PluginDir string
+	// Grace, if set, is the grace atom gives the job when the coordinator
+	// stops the task (atom run --grace): the same as Stop's, so that the
+	// job gets SIGKILL after the grace however it learns of the stop.
+	// Set before the first Start.
+	Grace time.Duration
 
 	mu     sync.Mutex
 	tokens map[structs.TaskID]string
@@ -61,18 +69,28 @@ func NewLocalBackend(run *local.Backend, hb Heartbeater, httpAddrs, atom string,
 }
 
 // Start launches task's process: the job's command and args, its env, and
-// atom's ATOM_* variables. Starting a started task does nothing.
+// atom's ATOM_* variables. Under atom (`atom run [-- CMD ARGS...]`), the
+// job's type decides what runs, so a job without a command is atom's to
+// refuse or complete (a spark job's plugin builds spark-submit); without
+// atom, the command is all there is and a job without one fails here.
+// Starting a started task does nothing.
 func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) error {
 	cmd := append(append([]string(nil), j.Command...), j.Args...)
 	b.mu.Lock()
 	b.tokens[t.ID] = token
 	b.mu.Unlock()
-	if len(cmd) == 0 {
-		return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127,
-			Message: "the job has no command: give command (and args) in its spec"})
-	}
 	if b.atom != "" {
-		cmd = append([]string{b.atom, "run", "--"}, cmd...)
+		run := []string{b.atom, "run"}
+		if b.Grace > 0 {
+			run = append(run, "--grace", b.Grace.String())
+		}
+		if len(cmd) > 0 {
+			run = append(run, "--")
+		}
+		cmd = append(run, cmd...)
+	} else if len(cmd) == 0 {
+		return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127,
+			Message: "the job has no command: give command (and args) in its spec (without atom, the local backend runs the command as is)"})
 	}
 	env := map[string]string{}
 	for k, v := range j.Env {
@@ -82,6 +100,9 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 		env[k] = v
 	}
 	env["ATOM_HEARTBEAT"] = b.every.String()
+	if b.PluginDir != "" {
+		env["ATOM_PLUGIN_DIR"] = b.PluginDir
+	}
 	// A local process sees the machine's GPUs (or, simulated, none): atom
 	// checks only the allocated ones, real or simulated.
 	if !b.Simulate {
@@ -129,7 +150,8 @@ func JobSpecEnv(j *structs.Job) *structs.Job {
 		Resources: j.Resources, MPI: j.MPI, Spark: j.Spark}
 }
 
-// Stop stops task id's process: SIGTERM, then SIGKILL after grace.
+// Stop stops task id's process: SIGTERM to its first process (atom, or
+// the bare command), then SIGKILL to all of its processes after grace.
 func (b *LocalBackend) Stop(id structs.TaskID, grace time.Duration) error {
 	return b.run.Stop(string(id), grace)
 }

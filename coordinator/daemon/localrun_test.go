@@ -1,0 +1,129 @@
+package daemon_test
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/coordinator/daemon"
+	"github.com/atom-sched/atom/coordinator/local"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// reports records what a LocalBackend reports, by task.
+type reports struct {
+	mu  sync.Mutex
+	evs map[structs.TaskID][]state.TaskEvent
+}
+
+func (r *reports) Heartbeat(id structs.TaskID, _ string, ev state.TaskEvent) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ev.State != "" {
+		r.evs[id] = append(r.evs[id], ev)
+	}
+	return nil
+}
+
+// ended returns the task's final report, if it has one.
+func (r *reports) ended(id structs.TaskID) (state.TaskEvent, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range r.evs[id] {
+		if ev.State == structs.TaskSucceeded || ev.State == structs.TaskFailed {
+			return ev, true
+		}
+	}
+	return state.TaskEvent{}, false
+}
+
+// newLocalBackend returns a LocalBackend over a fresh directory that runs
+// tasks under atom ("" for none), closed when the test ends.
+func newLocalBackend(t *testing.T, atom string) (*daemon.LocalBackend, *local.Backend, *reports) {
+	t.Helper()
+	run, err := local.New(local.Config{Dir: t.TempDir()})
+	require.NoError(t, err)
+	r := &reports{evs: map[structs.TaskID][]state.TaskEvent{}}
+	lb := daemon.NewLocalBackend(run, r, "http://127.0.0.1:1", atom, time.Second, quiet())
+	t.Cleanup(lb.Close)
+	return lb, run, r
+}
+
+// fakeAtom writes a stand-in for the atom binary that prints its
+// arguments and ATOM_PLUGIN_DIR and exits 0.
+func fakeAtom(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "atom")
+	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\necho \"args: $*\"\necho \"plugin dir: $ATOM_PLUGIN_DIR\"\n"), 0o755))
+	return p
+}
+
+func localTask(j *structs.Job) *structs.Task {
+	return &structs.Task{ID: structs.MakeTaskID(j.ID, 0, 0), Job: j.ID, Node: "cpu-1"}
+}
+
+// waitEnded waits for the task's final report.
+func waitEnded(t *testing.T, r *reports, id structs.TaskID) state.TaskEvent {
+	t.Helper()
+	var ev state.TaskEvent
+	require.Eventually(t, func() bool {
+		var ok bool
+		ev, ok = r.ended(id)
+		return ok
+	}, 10*time.Second, 10*time.Millisecond, "task %s never ended", id)
+	return ev
+}
+
+// TestLocalBackendLetsTheJobTypeDecide: under atom, a job without a
+// command (a spark job: its plugin builds spark-submit) is atom's to run,
+// with no "--"; atom gets the stop grace and the plugin directory.
+func TestLocalBackendLetsTheJobTypeDecide(t *testing.T) {
+	atom := fakeAtom(t)
+	lb, run, r := newLocalBackend(t, atom)
+	lb.Grace, lb.PluginDir = 30*time.Second, "/opt/atom/plugins"
+
+	spark := &structs.Job{ID: "clean-1", Kind: structs.KindSpark, Replicas: 1}
+	st := localTask(spark)
+	require.NoError(t, lb.Start(st, spark, "tok"))
+	assert.Equal(t, structs.TaskSucceeded, waitEnded(t, r, st.ID).State)
+	out, err := os.ReadFile(run.LogPath(string(st.ID)))
+	require.NoError(t, err)
+	assert.Equal(t, "args: run --grace 30s\nplugin dir: /opt/atom/plugins\n", string(out))
+
+	cmd := &structs.Job{ID: "hello-1", Kind: structs.KindCommand, Replicas: 1, Command: []string{"echo"}, Args: []string{"hi"}}
+	ct := localTask(cmd)
+	require.NoError(t, lb.Start(ct, cmd, "tok"))
+	assert.Equal(t, structs.TaskSucceeded, waitEnded(t, r, ct.ID).State)
+	out, err = os.ReadFile(run.LogPath(string(ct.ID)))
+	require.NoError(t, err)
+	assert.Equal(t, "args: run --grace 30s -- echo hi\nplugin dir: /opt/atom/plugins\n", string(out))
+}
+
+// TestLocalBackendWithoutAtomNeedsACommand: run bare, a job without a
+// command fails at once and says so; with a command, the plugin dir is
+// still in its environment.
+func TestLocalBackendWithoutAtomNeedsACommand(t *testing.T) {
+	lb, run, r := newLocalBackend(t, "")
+	lb.PluginDir = "/opt/atom/plugins"
+
+	spark := &structs.Job{ID: "clean-1", Kind: structs.KindSpark, Replicas: 1}
+	st := localTask(spark)
+	require.NoError(t, lb.Start(st, spark, "tok"))
+	ev := waitEnded(t, r, st.ID)
+	assert.Equal(t, structs.TaskFailed, ev.State)
+	assert.Contains(t, ev.Message, "the job has no command")
+
+	cmd := &structs.Job{ID: "env-1", Kind: structs.KindCommand, Replicas: 1, Command: []string{"sh", "-c", "echo $ATOM_PLUGIN_DIR"}}
+	ct := localTask(cmd)
+	require.NoError(t, lb.Start(ct, cmd, "tok"))
+	assert.Equal(t, structs.TaskSucceeded, waitEnded(t, r, ct.ID).State)
+	out, err := os.ReadFile(run.LogPath(string(ct.ID)))
+	require.NoError(t, err)
+	assert.Equal(t, "/opt/atom/plugins\n", string(out))
+}
