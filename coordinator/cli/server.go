@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -37,7 +39,8 @@ func commonServerFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "retention", Value: server.DefaultRetention, Usage: "how long ended jobs are kept"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 		&cli.BoolFlag{Name: "real-gpus", Usage: "local backend: the machine's GPUs are the nodes' (atom checks them with NVML); default: simulated accelerators"},
-		&cli.StringSliceFlag{Name: "simulated-gpu-fault", Usage: "local backend: NODE=INDEX:ecc|retired-pages, a simulated accelerator fault for atom's preflight to find (repeat)"},
+		&cli.StringSliceFlag{Name: "simulated-gpu-fault", Usage: "local backend: NODE=INDEX:KIND[,INDEX:KIND...], simulated faults of a node's accelerators for atom's preflight to find; KIND is ecc or retired-pages, INDEX an accelerator of NODE from 0 (repeat the flag for other nodes)"},
+		&cli.StringFlag{Name: "plugin-dir", EnvVars: []string{"ATOM_PLUGIN_DIR"}, Usage: "local backend: directory of job-type plugins (atom-plugin-KIND), passed to tasks as ATOM_PLUGIN_DIR (default: $ATOM_PLUGIN_DIR; none: atom's default, /app/plugins)"},
 		&cli.StringFlag{Name: "atom", Usage: "atom binary to run each task under (default: atom next to this binary, if there); \"none\" runs commands bare"},
 	}
 }
@@ -92,6 +95,9 @@ func serverCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if cfg.GPUFaults, err = gpuFaults(c, cfg.Cluster); err != nil {
+				return err
+			}
 			cfg.Server.ID = c.String("id")
 			cfg.Server.RaftAddr = c.String("raft-addr")
 			cfg.Server.Bootstrap = c.Bool("bootstrap")
@@ -132,6 +138,9 @@ func devCommand() *cli.Command {
 				if cfg.Cluster, err = daemon.DevCluster(); err != nil {
 					return err
 				}
+			}
+			if cfg.GPUFaults, err = gpuFaults(c, cfg.Cluster); err != nil {
+				return err
 			}
 			if path := c.String("tokens"); path != "" {
 				if cfg.Tokens, err = api.LoadTokens(path); err != nil {
@@ -183,15 +192,14 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 		Logger:    slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: lvl})),
 	}
 	cfg.RealGPUs = c.Bool("real-gpus")
-	for _, f := range c.StringSlice("simulated-gpu-fault") {
-		node, fault, ok := strings.Cut(f, "=")
-		if !ok || node == "" {
-			return cfg, usagef("--simulated-gpu-fault %q: use NODE=INDEX:ecc or NODE=INDEX:retired-pages", f)
+	if dir := c.String("plugin-dir"); dir != "" {
+		// Tasks run in directories of their own: a relative path would
+		// name another place there.
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return cfg, fmt.Errorf("--plugin-dir %q: %w", dir, err)
 		}
-		if cfg.GPUFaults == nil {
-			cfg.GPUFaults = map[string]string{}
-		}
-		cfg.GPUFaults[node] = strings.TrimPrefix(cfg.GPUFaults[node]+","+fault, ",")
+		cfg.PluginDir = abs
 	}
 	cfg.Server.DataDir = c.String("data-dir")
 	cfg.Server.HeartbeatTTL = c.Duration("heartbeat-ttl")
@@ -224,4 +232,96 @@ func runDaemon(c *cli.Context, cfg daemon.Config) error {
 	case <-c.Context.Done():
 	}
 	return d.Close()
+}
+
+// faultUsage is how a --simulated-gpu-fault value is written.
+const faultUsage = "use NODE=INDEX:KIND[,INDEX:KIND...], e.g. a100-1=0:ecc or v100-1=0:ecc,1:retired-pages, where KIND is ecc or retired-pages (repeat the flag for other nodes)"
+
+// gpuFaults reads --simulated-gpu-fault into daemon.Config.GPUFaults
+// ("0:ecc,1:retired-pages" by node). Each value is NODE=INDEX:KIND, with
+// more INDEX:KIND after commas; the flag's own comma splitting is undone
+// by joining a piece without "=" to the value before it. When the cluster
+// config is known (cc), each node must be in it and have an accelerator
+// at each index.
+func gpuFaults(c *cli.Context, cc *structs.ClusterConfig) (map[string]string, error) {
+	pieces := c.StringSlice("simulated-gpu-fault")
+	if len(pieces) == 0 {
+		return nil, nil
+	}
+	if c.Bool("real-gpus") {
+		return nil, usagef("--simulated-gpu-fault needs simulated GPUs: leave out --real-gpus (NVML reports the real GPUs' faults)")
+	}
+	// Undo the splitting: "v100-1=0:ecc", "1:ecc" is one value.
+	var values [][]string
+	for _, p := range pieces {
+		if strings.Contains(p, "=") || len(values) == 0 {
+			values = append(values, []string{p})
+		} else {
+			values[len(values)-1] = append(values[len(values)-1], p)
+		}
+	}
+	var nodes map[string]*structs.Node
+	if cc != nil {
+		nodes = map[string]*structs.Node{}
+		for i := range cc.Nodes {
+			nodes[string(cc.Nodes[i].Name)] = &cc.Nodes[i]
+		}
+	}
+	out := map[string]string{}
+	seen := map[string]bool{}
+	for _, parts := range values {
+		value := strings.Join(parts, ",")
+		node, first, ok := strings.Cut(parts[0], "=")
+		if !ok || node == "" {
+			return nil, usagef("--simulated-gpu-fault %q: %s", value, faultUsage)
+		}
+		var n *structs.Node
+		if nodes != nil {
+			if n = nodes[node]; n == nil {
+				return nil, usagef("--simulated-gpu-fault %q: the cluster config has no node %s: use a node with accelerators (%s)", value, node, gpuNodes(cc))
+			}
+			if n.Capacity.Accels == 0 {
+				return nil, usagef("--simulated-gpu-fault %q: node %s has no accelerators: use a node with accelerators (%s)", value, node, gpuNodes(cc))
+			}
+		}
+		for _, f := range append([]string{first}, parts[1:]...) {
+			is, kind, ok := strings.Cut(f, ":")
+			if !ok {
+				return nil, usagef("--simulated-gpu-fault %q: %q is not INDEX:KIND: %s", value, f, faultUsage)
+			}
+			i, err := strconv.Atoi(is)
+			if err != nil || i < 0 || strings.TrimLeft(is, "0123456789") != "" {
+				return nil, usagef("--simulated-gpu-fault %q: accelerator index %q is not allowed: use a whole number from 0", value, is)
+			}
+			if kind != "ecc" && kind != "retired-pages" {
+				return nil, usagef("--simulated-gpu-fault %q: fault kind %q is not allowed: use ecc or retired-pages", value, kind)
+			}
+			if n != nil && int64(i) >= n.Capacity.Accels {
+				return nil, usagef("--simulated-gpu-fault %q: node %s has %d accelerators: use an index from 0 to %d", value, node, n.Capacity.Accels, n.Capacity.Accels-1)
+			}
+			key := node + "=" + strconv.Itoa(i)
+			if seen[key] {
+				return nil, usagef("--simulated-gpu-fault %q: accelerator %d of node %s has a fault already: give each accelerator one", value, i, node)
+			}
+			seen[key] = true
+			out[node] = strings.TrimPrefix(out[node]+","+strconv.Itoa(i)+":"+kind, ",")
+		}
+	}
+	return out, nil
+}
+
+// gpuNodes lists the cluster config's nodes that have accelerators, with
+// their count.
+func gpuNodes(cc *structs.ClusterConfig) string {
+	var names []string
+	for _, n := range cc.Nodes {
+		if n.Capacity.Accels > 0 {
+			names = append(names, fmt.Sprintf("%s: %d", n.Name, n.Capacity.Accels))
+		}
+	}
+	if len(names) == 0 {
+		return "it has none"
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
