@@ -1,12 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/state"
@@ -18,13 +20,21 @@ import (
 // the task ends); fs.ErrNotExist when no server holds any for it.
 type LogSource func(id structs.TaskID, follow bool) (io.ReadCloser, error)
 
-// maxLogBytes bounds one logs response when not following.
+// maxLogBytes bounds one logs response when not following: the tasks
+// share it, and each shows the last bytes of its share (the end of a
+// task's output, where its errors are).
 const maxLogBytes = 8 << 20
+
+// minTaskLogBytes is the least a task's share comes to, however many
+// tasks the job has.
+const minTaskLogBytes = 4 << 10
 
 // jobLogs: GET /v1/jobs/{id}/logs[?task=ID][&follow=true]: the output of
 // the job's tasks (all of them, each under a "==> task <==" header, or
-// one), as text. With follow, the response stays open and streams what
-// the task writes until it ends or the client goes away.
+// one), as text. Without follow, the tasks share maxLogBytes and each
+// shows the end of its output, after a line saying how much was cut. With
+// follow, the response stays open and streams all the task wrote and
+// writes until it ends or the client goes away.
 func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
 	js, err := s.jobStatus(structs.JobID(r.PathValue("id")), c)
 	if err != nil {
@@ -51,7 +61,7 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	budget := int64(maxLogBytes)
-	for _, t := range tasks {
+	for i, t := range tasks {
 		if len(tasks) > 1 {
 			fmt.Fprintf(w, "==> %s (replica %d, node %s) <==\n", t.ID, t.Index, t.Node)
 		}
@@ -65,9 +75,23 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 			continue
 		}
 		if !follow {
-			n, _ := io.Copy(w, io.LimitReader(rc, budget))
-			budget -= n
+			// An even share of what is left, so a task that wrote
+			// little leaves more to those after it.
+			share := max(budget/int64(len(tasks)-i), minTaskLogBytes)
+			tail, cut, err := readTail(rc, share)
 			rc.Close()
+			budget -= int64(len(tail))
+			if cut > 0 {
+				fmt.Fprintf(w, "(… %s cut: showing the last %s; coordinator job logs -f --task %s %s shows all)\n",
+					sizeOf(cut), sizeOf(int64(len(tail))), t.ID, js.Job.ID)
+			}
+			_, _ = w.Write(tail)
+			if err != nil {
+				if len(tail) > 0 && tail[len(tail)-1] != '\n' {
+					fmt.Fprintln(w)
+				}
+				fmt.Fprintf(w, "(cannot read the rest of the output: %v)\n", err)
+			}
 			continue
 		}
 		s.follow(w, r, rc, t.ID)
@@ -108,4 +132,83 @@ func (s *server) taskEnded(id structs.TaskID) bool {
 		}
 	})
 	return ended
+}
+
+// partialLine is how far into a cut output readTail looks for the end of
+// the line the cut fell in, to start at a whole line.
+const partialLine = 4 << 10
+
+// readTail reads r to its end and returns its last n bytes at most, and
+// how many bytes before them it left out. A file (an io.Seeker) is not read
+// before its last n bytes; anything else is read through, keeping the last
+// n. When something was cut, the tail starts after the first newline within
+// its first partialLine bytes, if there is one: a whole line, not the end of
+// one. err is a read error; the tail is what came before it.
+func readTail(r io.Reader, n int64) (tail []byte, cut int64, err error) {
+	ring := &tailBuffer{max: int(n)}
+	if s, ok := r.(io.Seeker); ok {
+		if size, err := s.Seek(0, io.SeekEnd); err == nil {
+			start := max(size-n, 0)
+			if _, err := s.Seek(start, io.SeekStart); err == nil {
+				ring.total = start
+			} else if _, err := s.Seek(0, io.SeekStart); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	_, err = io.Copy(ring, r)
+	tail, cut = ring.bytes(), ring.total-int64(ring.len())
+	if cut > 0 {
+		if i := bytes.IndexByte(tail[:min(len(tail), partialLine)], '\n'); i >= 0 && i+1 < len(tail) {
+			tail, cut = tail[i+1:], cut+int64(i+1)
+		}
+	}
+	return tail, cut, err
+}
+
+// tailBuffer keeps the last max bytes written to it: a ring once full.
+type tailBuffer struct {
+	max   int
+	buf   []byte // up to max bytes; once full, the oldest byte is at pos
+	pos   int
+	total int64 // bytes the stream had before what is kept, plus all written
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	t.total += int64(n)
+	if len(p) >= t.max {
+		t.buf, t.pos = append(t.buf[:0], p[len(p)-t.max:]...), 0
+		return n, nil
+	}
+	if room := t.max - len(t.buf); room > 0 {
+		k := min(room, len(p))
+		t.buf, p = append(t.buf, p[:k]...), p[k:]
+	}
+	for len(p) > 0 {
+		k := copy(t.buf[t.pos:], p)
+		p, t.pos = p[k:], (t.pos+k)%t.max
+	}
+	return n, nil
+}
+
+func (t *tailBuffer) len() int { return len(t.buf) }
+
+// bytes returns what is kept, oldest first.
+func (t *tailBuffer) bytes() []byte {
+	return append(append([]byte(nil), t.buf[t.pos:]...), t.buf[:t.pos]...)
+}
+
+// sizeOf renders a byte count for people: "512 bytes", "3.5 KiB",
+// "21.9 MiB", "8 MiB".
+func sizeOf(n int64) string {
+	units := []string{"KiB", "MiB", "GiB", "TiB"}
+	if n < 1<<10 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	v, u := float64(n)/(1<<10), 0
+	for v >= 1<<10 && u < len(units)-1 {
+		v, u = v/(1<<10), u+1
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0") + " " + units[u]
 }
