@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi demo gpu-check
+.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi demo gpu-check deps-cache bench-fuse
 
 all: build
 
@@ -11,17 +11,17 @@ deps: ## tools the tests need (none beyond Go for the core yet)
 	@$(GO) version >/dev/null || { echo "Go 1.26+ is required: https://go.dev/dl" >&2; exit 1; }
 	@$(GO) mod download
 
-build: deps
+build: deps deps-cache
 	$(GO) build $(PKGS)
 
-test: deps deps-mpi
+test: deps deps-mpi deps-cache
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
 
 # atom's real NVML path on a machine with NVIDIA GPUs: the preflight of
 # every GPU, a wrong model refused, and a job on coordinator dev --real-gpus
 # checked by atom before it runs (test/gpu/check.sh).
-gpu-check: deps
+gpu-check: deps deps-cache
 	./test/gpu/check.sh
 
 # Scheduling core throughput: 10,000 nodes, 100,000 pending jobs, one core.
@@ -58,10 +58,29 @@ deps-mpi:
 		{ $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev; }; \
 	fi
 
+# The dataset cache (pkg/cache, atom/internal/cachefs, atom cache): Redis
+# for its tests, fusermount (fuse3), and the FUSE 2 headers and library
+# that cgofuse builds and runs against (libfuse-dev, libfuse2): every atom
+# build needs the headers. apt-get install when one is missing, with
+# apt-get update first only if that fails.
+deps-cache:
+	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v fusermount >/dev/null 2>&1 || [ ! -e /usr/include/fuse/fuse.h ]; then \
+		echo "installing Redis and FUSE: apt-get install -y redis-server fuse3 libfuse-dev"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y redis-server fuse3 libfuse-dev || \
+		{ $(SUDO) apt-get -o DPkg::Lock::Timeout=300 update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y redis-server fuse3 libfuse-dev; }; \
+	fi
+
+# Sequential read of a 256 MiB file through the cache's FUSE mount vs plain
+# go-redis GETs of the same chunks, round by round; key=value lines, the
+# last fuse_read_ratio (target >= 0.5).
+bench-fuse: deps deps-cache
+	$(GO) build -o bin/atom ./atom
+	$(GO) run ./test/benchfuse --atom bin/atom
+
 # The main job end to end, narrated: three coordinator servers, a local
 # cluster of simulated nodes, an MPI job, a service, preemption, quota, a
 # leader killed (test/demo). Exits non-zero naming the step that failed.
-demo: deps deps-mpi
+demo: deps deps-mpi deps-cache
 	$(GO) build -o bin/coordinator ./coordinator
 	$(GO) build -o bin/atom ./atom
 	$(GO) build -o bin/atom-demo-web ./test/demo/web

@@ -140,8 +140,10 @@ func startMount(addr, dir string) (func(), error) {
 		case <-first: // closed when the child exits: unmounted
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
 		}
+		// If the child was killed (atom kills what the job left behind,
+		// which includes it), its mount is dead: detach it all the same.
+		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
 	}, nil
 }
 

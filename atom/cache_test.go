@@ -68,7 +68,7 @@ func TestRunMountsTheCache(t *testing.T) {
 	got, err := c.ReadFile(ctx, "/lidar/out.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "written\n", string(got))
-	assert.False(t, isMounted(t, dir), "unmounted when the job ended")
+	assert.False(t, isMounted(t, dir), "unmounted when the job ended: %s", out)
 
 	// SIGTERM to atom: the job gets it, ends, and the cache is unmounted.
 	cmd := atomCmd(t, []string{"ATOM_CACHE_REDIS=" + srv.Addr, "ATOM_CACHE_MOUNT=" + dir}, "run", "--",

@@ -89,6 +89,20 @@ func (c *Client) Chunks(ctx context.Context, ino uint64, first, n int64) ([][]by
 	return out, err
 }
 
+// Chunk fetches chunk n of inode ino as go-redis read it, without the
+// copy a []byte would cost; "" for a hole (zeros).
+func (c *Client) Chunk(ctx context.Context, ino uint64, n int64) (string, error) {
+	var s string
+	err := c.retry(ctx, "read", "#"+strconv.FormatUint(ino, 10), func(ctx context.Context) error {
+		var err error
+		if s, err = c.rdb.Get(ctx, c.ChunkKey(ino, n)).Result(); errors.Is(err, redis.Nil) {
+			s, err = "", nil
+		}
+		return err
+	})
+	return s, err
+}
+
 // ChunkRange fetches n bytes at offset off of chunk idx (GETRANGE): for
 // small random reads. It may return fewer bytes (the rest are zeros).
 func (c *Client) ChunkRange(ctx context.Context, ino uint64, idx, off, n int64) ([]byte, error) {

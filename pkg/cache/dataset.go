@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -134,6 +133,7 @@ func Copy(ctx context.Context, src, dst *Client, dataset string, progress func(i
 	if err := dst.RemoveAll(ctx, dataset); err != nil {
 		return info, err
 	}
+	progress = serial(progress)
 	var files []fileCopy
 	err = src.Walk(ctx, dataset, func(p string, a Attr) error {
 		if a.Dir {
@@ -163,6 +163,20 @@ func Copy(ctx context.Context, src, dst *Client, dataset string, progress func(i
 type fileCopy struct {
 	p string
 	a Attr
+}
+
+// serial makes progress safe to call from the transfer workers: the
+// caller's function is never called concurrently.
+func serial(progress func(int64)) func(int64) {
+	if progress == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	return func(n int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		progress(n)
+	}
 }
 
 // transferWorkers is how many files a bulk transfer moves at once: many
@@ -204,6 +218,3 @@ func parallel(ctx context.Context, n int, fn func(context.Context, int) error) e
 	}
 	return first
 }
-
-// itoa is strconv.FormatInt for sizes in messages.
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -13,7 +13,8 @@ import (
 // Put loads local (a file or a directory tree) into the cache at remote,
 // replacing what was there. A directory is loaded as a dataset: remote is
 // removed first, filled, then marked complete with the count of files and
-// bytes. progress (may be nil) gets bytes as they are sent.
+// bytes. progress (may be nil; never called concurrently) gets bytes as
+// they are sent.
 func (c *Client) Put(ctx context.Context, local, remote string, progress func(int64)) (DatasetInfo, error) {
 	var info DatasetInfo
 	st, err := os.Stat(local)
@@ -29,6 +30,7 @@ func (c *Client) Put(ctx context.Context, local, remote string, progress func(in
 	if err := c.RemoveAll(ctx, remote); err != nil {
 		return info, err
 	}
+	progress = serial(progress)
 	type file struct {
 		local, remote string
 		mode          fs.FileMode
@@ -85,6 +87,7 @@ func (c *Client) Get(ctx context.Context, remote, local string, progress func(in
 		return err
 	}
 	base := "/" + joinParts(parts)
+	progress = serial(progress)
 	var files []fileCopy
 	err = c.Walk(ctx, base, func(p string, a Attr) error {
 		rel := p[len(base):]

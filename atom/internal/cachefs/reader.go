@@ -33,7 +33,7 @@ type reader struct {
 
 type fetch struct {
 	done chan struct{}
-	data []byte // may be short or nil: the rest is zeros
+	data string // may be short or empty: the rest is zeros
 	err  error
 }
 
@@ -103,7 +103,7 @@ func (r *reader) read(ctx context.Context, buf []byte, off int64) (int, error) {
 
 // get returns data of chunk idx starting at chunk offset base: the whole
 // chunk (base 0) or, for a random read, just [in, in+want) (base in).
-func (r *reader) get(ctx context.Context, idx, in, want, size int64) ([]byte, int64, error) {
+func (r *reader) get(ctx context.Context, idx, in, want, size int64) (string, int64, error) {
 	r.mu.Lock()
 	ft := r.chunks[idx]
 	seq := idx == r.last || idx == r.last+1
@@ -111,7 +111,7 @@ func (r *reader) get(ctx context.Context, idx, in, want, size int64) ([]byte, in
 		r.last, r.window = idx, 0
 		r.mu.Unlock()
 		b, err := r.f.c.ChunkRange(ctx, r.ino, idx, in, want)
-		return b, in, err
+		return string(b), in, err
 	}
 	if seq && idx != r.last {
 		r.window = min(max(2, 2*r.window), r.max)
@@ -135,7 +135,7 @@ func (r *reader) get(ctx context.Context, idx, in, want, size int64) ([]byte, in
 	select {
 	case <-ft.done:
 	case <-ctx.Done():
-		return nil, 0, ctx.Err()
+		return "", 0, ctx.Err()
 	}
 	if ft.err != nil {
 		r.mu.Lock()
@@ -144,13 +144,10 @@ func (r *reader) get(ctx context.Context, idx, in, want, size int64) ([]byte, in
 		}
 		r.mu.Unlock()
 		if !fresh && ctx.Err() == nil { // a read-ahead failed earlier: try now
-			b, err := r.f.c.Chunks(ctx, r.ino, idx, 1)
-			if err != nil {
-				return nil, 0, err
-			}
-			return b[0], 0, nil
+			b, err := r.f.c.Chunk(ctx, r.ino, idx)
+			return b, 0, err
 		}
-		return nil, 0, ft.err
+		return "", 0, ft.err
 	}
 	return ft.data, 0, nil
 }
@@ -161,11 +158,7 @@ func (r *reader) start(idx int64) *fetch {
 	r.chunks[idx] = ft
 	go func() {
 		defer close(ft.done)
-		b, err := r.f.c.Chunks(r.ctx, r.ino, idx, 1)
-		if err == nil {
-			ft.data = b[0]
-		}
-		ft.err = err
+		ft.data, ft.err = r.f.c.Chunk(r.ctx, r.ino, idx)
 	}()
 	return ft
 }
