@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi demo gpu-check deps-cache bench-fuse
+.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s demo gpu-check deps-cache bench-fuse
 
 all: build
 
@@ -14,7 +14,7 @@ deps: ## tools the tests need (none beyond Go for the core yet)
 build: deps deps-cache
 	$(GO) build $(PKGS)
 
-test: deps deps-mpi deps-cache
+test: deps deps-mpi deps-cache deps-etcd k8s-tools
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
 
@@ -57,6 +57,26 @@ deps-mpi:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev || \
 		{ $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev; }; \
 	fi
+
+# The Kubernetes parts of the tests (test/k8s/k8stest): etcd from Debian's
+# etcd-server, when etcd is missing (apt-get update only if the install
+# fails); kube-apiserver and kube-scheduler from k8s.io/kubernetes v1.37.2 and
+# kwok v0.8.0, built from the tools module test/k8s/tools into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/atom/k8s-v1.37.2 (or $ATOM_K8S_TOOLS) once:
+# 12-20 minutes on 2 cores the first time, nothing after.
+deps-etcd:
+	@if ! command -v etcd >/dev/null 2>&1; then \
+		echo "installing etcd: apt-get install -y etcd-server"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server || \
+		{ $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; }; \
+	fi
+
+k8s-tools:
+	@GO=$(GO) ./test/k8s/tools/build.sh >/dev/null
+
+# Only the tests against the real API server.
+test-k8s: deps deps-etcd k8s-tools
+	$(GO) test -race -count=1 -v ./test/k8s/...
 
 # The dataset cache (pkg/cache, atom/internal/cachefs, atom cache): Redis
 # for its tests, fusermount (fuse3), and the FUSE 2 headers and library
