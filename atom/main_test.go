@@ -158,3 +158,33 @@ func TestNoRaftOrClientGo(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingOutlivesTheJob: processes the job left behind, even in
+// another session (which a process-group kill misses), die when the job
+// ends, as in a container whose PID 1 exits.
+func TestNothingOutlivesTheJob(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	script := fmt.Sprintf("setsid sleep 301 & echo $! > %s; exit 0", pidFile)
+	code, out := exitCode(t, atomCmd(t, nil, "run", "--", "sh", "-c", script))
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "atom: the job ended; killed 1 process(es) it left behind")
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	var pid int
+	_, err = fmt.Sscan(string(b), &pid)
+	require.NoError(t, err)
+	assert.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 10*time.Millisecond, "the orphan is killed")
+}
+
+// alive reports whether pid runs (exists and is not a zombie awaiting its
+// reaper).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z"
+}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -48,14 +51,25 @@ func pluginCommand() *cli.Command {
 			Usage: "list the job kinds atom runs",
 			Flags: []cli.Flag{pluginDirFlag()},
 			Action: func(c *cli.Context) error {
+				dir := c.String("plugin-dir")
+				external := map[string]string{}
+				entries, _ := os.ReadDir(dir)
+				for _, e := range entries {
+					p := filepath.Join(dir, e.Name())
+					if k, ok := strings.CutPrefix(e.Name(), plugin.BinaryPrefix); ok && k != "" && plugin.ExecutablePlugin(p) {
+						external[k] = p
+					}
+				}
 				for _, k := range builtins().Kinds() {
+					if p, ok := external[k]; ok {
+						fmt.Fprintf(c.App.Writer, "%s\t%s (instead of the built-in)\n", k, p)
+						delete(external, k)
+						continue
+					}
 					fmt.Fprintf(c.App.Writer, "%s\tbuilt-in\n", k)
 				}
-				entries, _ := os.ReadDir(c.String("plugin-dir"))
-				for _, e := range entries {
-					if k, ok := strings.CutPrefix(e.Name(), plugin.BinaryPrefix); ok {
-						fmt.Fprintf(c.App.Writer, "%s\t%s/%s\n", k, c.String("plugin-dir"), e.Name())
-					}
+				for _, k := range slices.Sorted(maps.Keys(external)) {
+					fmt.Fprintf(c.App.Writer, "%s\t%s\n", k, external[k])
 				}
 				return nil
 			},

@@ -13,9 +13,12 @@ func TestPluginList(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "atom-plugin-ray"), []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "atom-plugin-mpi"), []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "atom-plugin-notes"), []byte("not executable"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "atom-plugin-dir"), 0o755))
 	code, out := exitCode(t, atomCmd(t, nil, "plugin", "list", "--plugin-dir", dir))
 	require.Equal(t, 0, code, out)
-	assert.Equal(t, "command\tbuilt-in\nmpi\tbuilt-in\nservice\tbuilt-in\nspark\tbuilt-in\nray\t"+dir+"/atom-plugin-ray\n", out)
+	assert.Equal(t, "command\tbuilt-in\nmpi\t"+dir+"/atom-plugin-mpi (instead of the built-in)\nservice\tbuilt-in\nspark\tbuilt-in\nray\t"+dir+"/atom-plugin-ray\n", out)
 }
 
 // A job type that does not exist, or whose plugin dies, fails the task

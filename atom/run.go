@@ -36,7 +36,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "SIGTERM to SIGKILL when the coordinator stops the task"},
 			&cli.DurationFlag{Name: "report-timeout", Value: time.Minute, Usage: "how long to retry the final report"},
 			pluginDirFlag(), launchFlags()[0], launchFlags()[1],
-			&cli.BoolFlag{Name: "reap", Value: os.Getpid() == 1, DefaultText: "true as PID 1", Usage: "reap orphaned descendants (as PID 1, or as a child subreaper)"},
+			&cli.BoolFlag{Name: "reap", Value: true, Usage: "reap orphaned descendants (as PID 1, or as a child subreaper) and kill those left when the job ends, as a container's end does"},
 		),
 		Action: run,
 	}
@@ -209,7 +209,13 @@ func run(c *cli.Context) error {
 	}
 	cancel()
 
-	// 7. Report the end and exit with the child's status.
+	// 7. Nothing of the job outlives it; report the end and exit with the
+	// child's status.
+	if reaper != nil {
+		if n := reap.KillDescendants(); n > 0 {
+			fmt.Fprintf(os.Stderr, "atom: the job ended; killed %d process(es) it left behind\n", n)
+		}
+	}
 	code := child.ExitCode()
 	if rep != nil && !hbDone {
 		<-hb // the last Running beat goes before the final report
@@ -217,10 +223,14 @@ func run(c *cli.Context) error {
 	if code == 0 {
 		final(structs.TaskSucceeded, 0, "")
 	} else {
-		final(structs.TaskFailed, code, child.Describe())
+		msg := "" // the exit code says it all
+		if d := child.Describe(); !strings.HasPrefix(d, "exit code") {
+			msg = d
+		}
+		final(structs.TaskFailed, code, msg)
 	}
 	if stopped != "" {
-		fmt.Fprintf(os.Stderr, "atom: %s; the job ended with %s\n", stopped, child.Describe())
+		fmt.Fprintf(os.Stderr, "atom: %s; the job ended: %s\n", stopped, child.Describe())
 	}
 	if code != 0 {
 		return cli.Exit("", code)

@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -29,20 +32,50 @@ type Loader struct {
 	Self []string
 	// Stderr receives the plugin processes' logs; os.Stderr when nil.
 	Stderr io.Writer
+	// StartTimeout bounds a plugin's start; the package's StartTimeout
+	// when zero.
+	StartTimeout time.Duration
 }
+
+// StartTimeout bounds a plugin's start (its handshake line).
+const StartTimeout = 20 * time.Second
 
 // Handle is an opened job type; Close stops its process.
 type Handle struct {
 	JobType
 	API    string // the negotiated API version
 	client *goplugin.Client
+	cmd    *exec.Cmd
 }
 
-// Close stops the plugin process, if any.
+// Close stops the plugin process, if any, and whatever it started: the
+// plugin runs in a process group of its own, killed whole.
 func (h *Handle) Close() {
 	if h.client != nil {
-		h.client.Kill()
+		// go-plugin's Kill stops the plugin gracefully, then waits for its
+		// pipes to close, which a child the plugin left may hold open:
+		// after a while, kill the whole group.
+		done := make(chan struct{})
+		go func() { h.client.Kill(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+		}
+		killGroup(h.cmd)
+		<-done
 	}
+}
+
+func killGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// ExecutablePlugin reports whether path is an executable regular file.
+func ExecutablePlugin(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 // ErrUnknownKind: no built-in or external plugin runs this kind.
@@ -53,8 +86,7 @@ var ErrUnknownKind = errors.New("unknown job kind")
 func (l *Loader) Open(ctx context.Context, kind string) (*Handle, error) {
 	var cmd *exec.Cmd
 	if l.Dir != "" {
-		p := filepath.Join(l.Dir, BinaryPrefix+kind)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		if p := filepath.Join(l.Dir, BinaryPrefix+kind); ExecutablePlugin(p) {
 			cmd = exec.Command(p)
 		}
 	}
@@ -72,7 +104,15 @@ func (l *Loader) Open(ctx context.Context, kind string) (*Handle, error) {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
+	// Its own process group, so Close reaches what it started, which may
+	// hold the plugin's output pipes open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start := l.StartTimeout
+	if start == 0 {
+		start = StartTimeout
+	}
 	c := goplugin.NewClient(&goplugin.ClientConfig{
+		StartTimeout:     start,
 		HandshakeConfig:  Handshake,
 		Plugins:          goplugin.PluginSet{PluginName: &GRPCPlugin{}},
 		Cmd:              cmd,
@@ -82,15 +122,17 @@ func (l *Loader) Open(ctx context.Context, kind string) (*Handle, error) {
 	})
 	rpc, err := c.Client()
 	if err != nil {
+		killGroup(cmd) // first: go-plugin's Kill waits for the plugin's pipes to close
 		c.Kill()
-		return nil, fmt.Errorf("start plugin for kind %q (%s): %w", kind, cmd.Path, err)
+		return nil, fmt.Errorf("start plugin for kind %q (%s): %s", kind, cmd.Path, firstLine(err.Error()))
 	}
 	raw, err := rpc.Dispense(PluginName)
 	if err != nil {
+		killGroup(cmd) // first: go-plugin's Kill waits for the plugin's pipes to close
 		c.Kill()
-		return nil, fmt.Errorf("plugin for kind %q: %w", kind, err)
+		return nil, fmt.Errorf("plugin for kind %q: %s", kind, firstLine(err.Error()))
 	}
-	return negotiate(ctx, &Handle{JobType: raw.(JobType), client: c}, kind)
+	return negotiate(ctx, &Handle{JobType: raw.(JobType), client: c, cmd: cmd}, kind)
 }
 
 func negotiate(ctx context.Context, h *Handle, kind string) (*Handle, error) {
@@ -108,6 +150,15 @@ func negotiate(ctx context.Context, h *Handle, kind string) (*Handle, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// firstLine keeps go-plugin's long explanations out of a task's reason
+// (the plugin's own stderr, in the task's log, has the details).
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return strings.TrimSpace(s[:i])
+	}
+	return s
 }
 
 // Serve serves jt as a plugin process on stdin/stdout; it returns when

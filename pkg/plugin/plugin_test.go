@@ -3,9 +3,14 @@ package plugin_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -148,4 +153,25 @@ func TestExternalPluginWins(t *testing.T) {
 	h, err := l.Open(context.Background(), "echo")
 	require.NoError(t, err)
 	h.Close()
+}
+
+// A "plugin" that never says hello is given up on after the start
+// timeout, and what it started is killed with it: the task fails, it
+// does not hang.
+func TestPluginThatNeverStarts(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	script := "#!/bin/sh\nsleep 1000 &\necho $! > " + pidFile + "\nwait\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "atom-plugin-hang"), []byte(script), 0o755))
+	l := &plugin.Loader{Catalog: plugin.NewCatalog(), Dir: dir, StartTimeout: 300 * time.Millisecond, Stderr: io.Discard}
+	_, err := l.Open(context.Background(), "hang")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `start plugin for kind "hang"`)
+	assert.NotContains(t, err.Error(), "\n", "one line, fit for a task's reason")
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 10*time.Millisecond,
+		"the plugin's own child is killed too")
 }

@@ -71,9 +71,11 @@ func (j JobType) Prepare(ctx context.Context, _ string, t plugin.Task) (plugin.E
 	if err != nil {
 		return plugin.Exec{}, err
 	}
-	workers, err := j.waitForWorkers(ctx, t, o.StartTimeout)
-	if err != nil {
-		return plugin.Exec{}, err
+	var workers []wire.Peer
+	if t.Replicas > 1 {
+		if workers, err = j.waitForWorkers(ctx, t, o.StartTimeout); err != nil {
+			return plugin.Exec{}, err
+		}
 	}
 	hostfile, hosts, err := writeHosts(t.Dir, workers, o.Slots)
 	if err != nil {
@@ -241,7 +243,7 @@ func Argv(t plugin.Task, o Options, hostfile string, local bool) []string {
 	}
 	argv := []string{"mpirun",
 		"--hostfile", hostfile,
-		"-np", strconv.Itoa(t.Replicas * o.Slots),
+		"-np", strconv.Itoa(max(t.Replicas, 1) * o.Slots),
 		"--mca", "plm_rsh_agent", atom + " rsh",
 		// Only the launcher has the host map; workers must not launch
 		// further daemons themselves (OpenMPI's tree spawn).

@@ -44,6 +44,9 @@ func (JobType) Prepare(_ context.Context, _ string, t plugin.Task) (plugin.Exec,
 	if ns == "" {
 		ns = j.Spark.Namespace
 	}
+	if ns == "" && t.Env["ATOM_KUBERNETES_API"] == "" {
+		return plugin.Exec{}, fmt.Errorf("spark jobs run on a Kubernetes cluster (spark-submit --master k8s://...): this task's backend gave it no Kubernetes namespace or API server (the local backend has none); submit it to a cluster with backend kubernetes")
+	}
 	argv, err := Command(Input{Job: &j, DriverPod: pod, Namespace: ns, APIServer: t.Env["ATOM_KUBERNETES_API"]})
 	if err != nil {
 		return plugin.Exec{}, err

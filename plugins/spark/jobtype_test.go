@@ -36,6 +36,11 @@ func TestPrepareFillsInThePodIP(t *testing.T) {
 	want[indexOf(want, "spark.driver.host=$(ATOM_POD_IP)")] = "spark.driver.host=10.1.2.3"
 	assert.Equal(t, want, ex.Argv)
 
+	local := task
+	local.Env = map[string]string{"ATOM_POD_IP": "127.0.0.1"}
+	_, err = spark.New().Prepare(context.Background(), "v1", local)
+	assert.EqualError(t, err, "spark jobs run on a Kubernetes cluster (spark-submit --master k8s://...): this task's backend gave it no Kubernetes namespace or API server (the local backend has none); submit it to a cluster with backend kubernetes")
+
 	delete(task.Env, "ATOM_POD_IP")
 	_, err = spark.New().Prepare(context.Background(), "v1", task)
 	assert.EqualError(t, err, "ATOM_POD_IP is not set: the Kubernetes backend sets it to the driver pod's IP (status.podIP)")

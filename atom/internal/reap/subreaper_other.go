@@ -6,3 +6,6 @@ import "errors"
 
 // BecomeSubreaper is only supported on Linux.
 func BecomeSubreaper() error { return errors.New("child subreaper is only supported on Linux") }
+
+// KillDescendants is a no-op off Linux.
+func KillDescendants() int { return 0 }

@@ -95,7 +95,7 @@ func (r *Reporter) Endpoint() string {
 // (it returns nil) or the coordinator wants the task stopped (it returns
 // a *StopError). Failed beats are retried with backoff up to the period.
 func (r *Reporter) Run(ctx context.Context) error {
-	fails := 0
+	fails, refused := 0, 0
 	for {
 		ev := wire.Heartbeat{State: structs.TaskRunning, Time: time.Now(), Endpoint: r.Endpoint()}
 		resp, err := r.client.Heartbeat(ctx, r.task, r.token, ev)
@@ -105,15 +105,27 @@ func (r *Reporter) Run(ctx context.Context) error {
 			return nil
 		case errors.Is(err, client.ErrConflict):
 			return &StopError{Reason: err.Error()}
-		case err != nil:
+		case refusedToken(err):
+			// A server that has not applied the placement yet refuses the
+			// token too; one that goes on refusing it, server after
+			// server, does not know this task: running on would
+			// duplicate whatever replaced it.
+			if refused++; refused >= MaxRefusals {
+				return &StopError{Reason: fmt.Sprintf("the coordinator refused this task's token %d times in a row: %v", refused, err)}
+			}
 			fails++
+			wait = min(client.DefaultBackoff(fails), r.every)
+			r.log.Warn("heartbeat refused; the job carries on for now", "task", r.task, "refusals", refused, "coordinator", r.client.Addr(), "err", err)
+			r.next()
+		case err != nil:
+			fails, refused = fails+1, 0
 			wait = min(client.DefaultBackoff(fails), r.every)
 			r.log.Warn("heartbeat failed; the job carries on", "task", r.task, "failures", fails, "coordinator", r.client.Addr(), "err", err)
 			r.next()
 		case resp.State == structs.TaskStopping:
 			return &StopError{Reason: "task is stopping: " + string(resp.StopReason)}
 		default:
-			fails = 0
+			fails, refused = 0, 0
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -125,6 +137,15 @@ func (r *Reporter) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// MaxRefusals is how many heartbeats in a row the coordinator may refuse
+// the task's token (401/403) before atom stops the job.
+const MaxRefusals = 10
+
+func refusedToken(err error) bool {
+	var ce *client.Error
+	return errors.As(err, &ce) && (ce.Status == 401 || ce.Status == 403)
 }
 
 // Final reports the task's end, retrying with backoff until the

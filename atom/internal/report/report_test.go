@@ -56,3 +56,34 @@ func TestSetEndpoint(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// A coordinator that keeps refusing the task's token does not know the
+// task: after MaxRefusals beats in a row atom stops the job, so it cannot
+// run on beside whatever replaced it. An outage in between starts the
+// count again.
+func TestRefusedTokenStopsTheJob(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		if k == 3 { // an outage after two refusals
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"the token is not an allocation token of task t-0-a"}`))
+	}))
+	t.Cleanup(srv.Close)
+	r := report.New(srv.URL, "t-0-a", "tok", time.Millisecond, slog.New(slog.DiscardHandler))
+	err := r.Run(context.Background())
+	var se *report.StopError
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, se.Reason, "the coordinator refused this task's token 10 times in a row")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 3+report.MaxRefusals, n, "2 refusals, an outage, then 10 refusals")
+}
