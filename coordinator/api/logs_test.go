@@ -95,7 +95,7 @@ func stream(b []byte) io.ReadCloser { return io.NopCloser(struct{ io.Reader }{by
 // (where the errors are), from a whole line, after a line saying what was
 // cut and how to see all of it.
 func TestLogsKeepTheEnd(t *testing.T) {
-	out := output("t", 16<<20, "Error: the real cause")
+	out := output("t", 12<<20, "Error: the real cause")
 	path := filepath.Join(t.TempDir(), "output.log")
 	require.NoError(t, os.WriteFile(path, out, 0o600))
 	for name, open := range map[string]func() io.ReadCloser{
@@ -126,7 +126,7 @@ func TestLogsKeepTheEnd(t *testing.T) {
 // TestLogsShareTheLimit: with several tasks, a noisy one does not hide
 // the others: each shows the end of its own output.
 func TestLogsShareTheLimit(t *testing.T) {
-	noisy := output("noisy", 20<<20, "noisy: the end")
+	noisy := output("noisy", 12<<20, "noisy: the end")
 	quiet := output("quiet", 100, "quiet: the end")
 	srv, tasks := logsEnv(t, 3, func(replica int) io.ReadCloser {
 		switch replica {
@@ -146,7 +146,7 @@ func TestLogsShareTheLimit(t *testing.T) {
 	lines := strings.SplitN(sections[1], "\n", 3)
 	require.Len(t, lines, 3)
 	assert.Equal(t, fmt.Sprintf("%s (replica 0, node %s) <==", tasks[0].ID, tasks[0].Node), lines[0])
-	assert.Regexp(t, `^\(… 17\.\d MiB cut: showing the last 2\.7 MiB; coordinator job logs -f --task `+string(tasks[0].ID)+` noisy-1 shows all\)$`, lines[1])
+	assert.Regexp(t, `^\(… 9\.\d MiB cut: showing the last 2\.7 MiB; coordinator job logs -f --task `+string(tasks[0].ID)+` noisy-1 shows all\)$`, lines[1])
 	assert.True(t, strings.HasSuffix(lines[2], "\nnoisy: the end\n"), "the noisy task's end is shown")
 	assert.Equal(t, fmt.Sprintf("%s (replica 1, node %s) <==\n%s", tasks[1].ID, tasks[1].Node, quiet), sections[2], "a small output is shown whole, without a marker")
 	assert.Contains(t, sections[3], "(no output kept")
@@ -154,7 +154,7 @@ func TestLogsShareTheLimit(t *testing.T) {
 	// One task asked for gets the whole limit.
 	body = getLogs(t, srv, "?task="+string(tasks[0].ID))
 	marker, _, _ := strings.Cut(body, "\n")
-	assert.Regexp(t, `^\(… 12(\.\d)? MiB cut: showing the last 8 MiB; `, marker)
+	assert.Regexp(t, `^\(… 4(\.\d)? MiB cut: showing the last 8 MiB; `, marker)
 	assert.True(t, strings.HasSuffix(body, "\nnoisy: the end\n"))
 }
 
