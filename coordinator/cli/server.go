@@ -278,10 +278,10 @@ func gpuFaults(c *cli.Context, cc *structs.ClusterConfig) (map[string]string, er
 		var n *structs.Node
 		if nodes != nil {
 			if n = nodes[node]; n == nil {
-				return nil, usagef("--simulated-gpu-fault %q: the cluster config has no node %s: use a node with accelerators (%s)", value, node, gpuNodes(cc))
+				return nil, usagef("--simulated-gpu-fault %q: the cluster config has no node %s: use a node with accelerators: %s", value, node, gpuNodes(cc))
 			}
 			if n.Capacity.Accels == 0 {
-				return nil, usagef("--simulated-gpu-fault %q: node %s has no accelerators: use a node with accelerators (%s)", value, node, gpuNodes(cc))
+				return nil, usagef("--simulated-gpu-fault %q: node %s has no accelerators: use a node with accelerators: %s", value, node, gpuNodes(cc))
 			}
 		}
 		for _, f := range append([]string{first}, parts[1:]...) {
@@ -311,12 +311,15 @@ func gpuFaults(c *cli.Context, cc *structs.ClusterConfig) (map[string]string, er
 }
 
 // gpuNodes lists the cluster config's nodes that have accelerators, with
-// their count.
+// their indices: "a100-1 (0-7), v100-1 (0-3)".
 func gpuNodes(cc *structs.ClusterConfig) string {
 	var names []string
 	for _, n := range cc.Nodes {
-		if n.Capacity.Accels > 0 {
-			names = append(names, fmt.Sprintf("%s: %d", n.Name, n.Capacity.Accels))
+		switch {
+		case n.Capacity.Accels == 1:
+			names = append(names, fmt.Sprintf("%s (0)", n.Name))
+		case n.Capacity.Accels > 1:
+			names = append(names, fmt.Sprintf("%s (0-%d)", n.Name, n.Capacity.Accels-1))
 		}
 	}
 	if len(names) == 0 {

@@ -55,10 +55,10 @@ func TestSimulatedGPUFaults(t *testing.T) {
 func TestSimulatedGPUFaultsRefused(t *testing.T) {
 	for _, tc := range []struct{ value, msg string }{
 		{"a100-1=0:foo", `--simulated-gpu-fault "a100-1=0:foo": fault kind "foo" is not allowed: use ecc or retired-pages`},
-		{"nosuch=0:ecc", `--simulated-gpu-fault "nosuch=0:ecc": the cluster config has no node nosuch: use a node with accelerators (a100-1: 8, a100-2: 8, perception-a100-1: 8, v100-1: 4)`},
+		{"nosuch=0:ecc", `--simulated-gpu-fault "nosuch=0:ecc": the cluster config has no node nosuch: use a node with accelerators: a100-1 (0-7), a100-2 (0-7), perception-a100-1 (0-7), v100-1 (0-3)`},
 		{"a100-1=9:ecc", `--simulated-gpu-fault "a100-1=9:ecc": node a100-1 has 8 accelerators: use an index from 0 to 7`},
 		{"v100-1=0:ecc,4:ecc", `--simulated-gpu-fault "v100-1=0:ecc,4:ecc": node v100-1 has 4 accelerators: use an index from 0 to 3`},
-		{"cpu-1=0:ecc", `--simulated-gpu-fault "cpu-1=0:ecc": node cpu-1 has no accelerators: use a node with accelerators (a100-1: 8, a100-2: 8, perception-a100-1: 8, v100-1: 4)`},
+		{"cpu-1=0:ecc", `--simulated-gpu-fault "cpu-1=0:ecc": node cpu-1 has no accelerators: use a node with accelerators: a100-1 (0-7), a100-2 (0-7), perception-a100-1 (0-7), v100-1 (0-3)`},
 		{"a100-1=-1:ecc", `--simulated-gpu-fault "a100-1=-1:ecc": accelerator index "-1" is not allowed: use a whole number from 0`},
 		{"a100-1=+1:ecc", `--simulated-gpu-fault "a100-1=+1:ecc": accelerator index "+1" is not allowed: use a whole number from 0`},
 		{"a100-1=x:ecc", `--simulated-gpu-fault "a100-1=x:ecc": accelerator index "x" is not allowed: use a whole number from 0`},
