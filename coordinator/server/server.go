@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -57,6 +58,11 @@ type Config struct {
 	// advertises. Port 0 picks a free port (see Server.RaftAddr); a
 	// restarted server must get the address it had.
 	RaftAddr string
+	// RaftAdvertise, if set, is the host:port the other servers dial to
+	// reach this one's Raft transport instead of RaftAddr (a NAT, a proxy,
+	// a Kubernetes Service in front of it). It must be a resolvable IP
+	// address and port, and stable across restarts.
+	RaftAdvertise string
 	// DataDir holds raft.db (log and stable store) and the snapshots.
 	DataDir string
 	// Bootstrap makes a new single-server cluster when DataDir holds no
@@ -204,7 +210,15 @@ func (s *Server) openRaft() error {
 	if err != nil {
 		return fmt.Errorf("open snapshot store: %w", err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, 3, 10*time.Second, rlog)
+	var advertise net.Addr
+	if cfg.RaftAdvertise != "" {
+		a, err := net.ResolveTCPAddr("tcp", cfg.RaftAdvertise)
+		if err != nil {
+			return fmt.Errorf("raft advertise address %q: %w", cfg.RaftAdvertise, err)
+		}
+		advertise = a
+	}
+	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, rlog)
 	if err != nil {
 		return fmt.Errorf("listen on raft address %s: %w", cfg.RaftAddr, err)
 	}
@@ -279,7 +293,8 @@ func (s *Server) joinLoop() {
 	}
 }
 
-// RaftAddr returns the address the Raft transport listens on.
+// RaftAddr returns the address the other servers reach this one's Raft
+// transport at: Config.RaftAdvertise if set, else the one it listens on.
 func (s *Server) RaftAddr() string { return string(s.trans.LocalAddr()) }
 
 // Bootstrapped reports whether this start created a new cluster (its data

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -462,4 +463,24 @@ func counter(t *testing.T, s *server.Server, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// A server may advertise another Raft address than the one it listens on
+// (a proxy or NAT in front of it): the configuration lists the advertised
+// one.
+func TestRaftAdvertise(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	adv := ln.Addr().String()
+	ln.Close()
+	c := newCluster(t, 1, func(cfg *server.Config) { cfg.RaftAdvertise = adv })
+	l := c.leader()
+	assert.Equal(t, adv, l.RaftAddr())
+	peers, err := l.Peers()
+	require.NoError(t, err)
+	require.Len(t, peers, 1)
+	assert.Equal(t, adv, peers[0].RaftAddr)
+	_, err = server.New(server.Config{ID: "x", RaftAddr: "127.0.0.1:0", RaftAdvertise: "no-port", DataDir: t.TempDir()})
+	assert.ErrorContains(t, err, `raft advertise address "no-port"`)
 }
