@@ -104,8 +104,15 @@ func (s *State) Snapshot() *sched.Snapshot {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Tasks)) {
-		if t := s.Tasks[id]; t.State.HoldsResources() {
+		t := s.Tasks[id]
+		switch j := snap.Jobs[t.Job]; {
+		case t.State.HoldsResources():
 			snap.Tasks = append(snap.Tasks, t)
+		case j != nil && t.Attempt == j.Attempt:
+			if snap.Ended == nil {
+				snap.Ended = map[structs.JobID]int{}
+			}
+			snap.Ended[t.Job]++
 		}
 	}
 	return snap

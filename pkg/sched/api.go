@@ -19,6 +19,10 @@ type Snapshot struct {
 	// Reservations made by earlier plans (preemptors waiting for victims to
 	// stop, the oldest blocked gang per pool).
 	Reservations []Reservation
+	// Ended counts, per job, the replicas of its current attempt that have
+	// ended (replicas of a gang finish one by one). Only the invariant
+	// checker reads it: they were placed with the gang. Optional.
+	Ended map[structs.JobID]int
 }
 
 // Input is what to decide about.

@@ -25,7 +25,8 @@ func CheckInvariants(snap *Snapshot) error {
 		devices  map[string]int64
 	}
 	used := map[structs.NodeID]*use{}
-	perJob := map[structs.JobID]int{}
+	perJob := map[structs.JobID]int{}   // live replicas of the current attempt, not stopping
+	stopping := map[structs.JobID]int{} // replicas of the current attempt being stopped
 	for _, t := range snap.Tasks {
 		if !t.State.HoldsResources() {
 			continue
@@ -59,8 +60,12 @@ func CheckInvariants(snap *Snapshot) error {
 		for d, c := range t.Resources.Devices {
 			u.devices[d] += c
 		}
-		if j := snap.Jobs[t.Job]; j != nil && t.Attempt == j.Attempt && t.State != structs.TaskStopping {
-			perJob[t.Job]++
+		if j := snap.Jobs[t.Job]; j != nil && t.Attempt == j.Attempt {
+			if t.State == structs.TaskStopping {
+				stopping[t.Job]++
+			} else {
+				perJob[t.Job]++
+			}
 		}
 	}
 	for name, u := range used {
@@ -112,7 +117,10 @@ func CheckInvariants(snap *Snapshot) error {
 			}
 		}
 	}
-	// Gangs: 0 or all replicas of the current attempt placed.
+	// Gangs: 0 or all replicas of the current attempt placed, counting
+	// those that have ended since (Snapshot.Ended) and those stopping. A
+	// gang being torn down (a replica ended before all ran: the others are
+	// stopped, then it is requeued) stops all that it still holds.
 	ids := make([]structs.JobID, 0, len(snap.Jobs))
 	for id := range snap.Jobs {
 		ids = append(ids, id)
@@ -124,9 +132,14 @@ func CheckInvariants(snap *Snapshot) error {
 			continue
 		}
 		n := perJob[id]
+		placed := n + stopping[id] + snap.Ended[id]
 		want := j.ShapeAt(j.Shape).Replicas
-		if j.State == structs.JobScheduled && n != want || j.State == structs.JobPending && n != 0 {
-			errs = append(errs, fmt.Errorf("gang %s (%s) has %d of %d replicas placed", id, j.State, n, want))
+		switch {
+		case j.State == structs.JobPending && n != 0,
+			j.State == structs.JobScheduled && placed != want:
+			errs = append(errs, fmt.Errorf("gang %s (%s) has %d of %d replicas placed", id, j.State, placed, want))
+		case j.State == structs.JobScheduled && stopping[id] > 0 && n > 0:
+			errs = append(errs, fmt.Errorf("gang %s (%s) stops %d of its replicas and keeps %d", id, j.State, stopping[id], n))
 		}
 	}
 	return errors.Join(errs...)
