@@ -80,11 +80,22 @@ func (w *leaderWork) stop() {
 // leaderState is what one term of leadership keeps in memory.
 type leaderState struct {
 	// started and stopped record what this term told the backend; a new
-	// leader starts empty and repeats every start and stop (the backend
-	// is idempotent). Keys carry the allocation token because a replaced
+	// leader starts empty and repeats every stop (the backend is
+	// idempotent). Keys carry the allocation token because a replaced
 	// service replica keeps its task ID. Scheduling loop only.
 	started map[allocKey]bool
 	stopped map[allocKey]bool
+	// inherited are the tasks that were Scheduled when this term began
+	// and that another server (or an earlier run of this one) placed.
+	// This term never starts them: the leader that placed them may have
+	// started them on its own backend just before it went (a local
+	// process this server cannot see), and starting one again would run
+	// the allocation twice. A started one heartbeats (Running); one that
+	// never started stays silent, is declared Lost after the heartbeat
+	// TTL and is placed again as a new allocation (state: a task lost
+	// before it ran requeues its job without using its restarts). So a
+	// task is only ever started by the server process that placed it.
+	inherited map[allocKey]bool
 }
 
 // allocKey names one allocation: a task ID and the token it was placed
@@ -114,7 +125,17 @@ func (s *Server) leaderLoop(ctx context.Context) {
 	}
 
 	// 2. Start liveness first: every task gets a full TTL from now (C20).
+	// The tasks placed before this term that have not reported yet are
+	// not this term's to start (leaderState.inherited).
 	live := newLiveness(s, s.now())
+	inherited := map[allocKey]bool{}
+	s.fsm.Read(func(st *state.State) {
+		for id, t := range st.Tasks {
+			if k := (allocKey{id: id, token: st.Tokens[id]}); t.State == structs.TaskScheduled && !s.placedHere(k) {
+				inherited[k] = true
+			}
+		}
+	})
 	s.mu.Lock()
 	s.live = live
 	s.mu.Unlock()
@@ -135,7 +156,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 	run(live.reap)
 	run(live.flush)
 	run(s.retentionLoop)
-	run(s.scheduleLoop)
+	run(func(ctx context.Context) { s.scheduleLoop(ctx, inherited) })
 	wg.Wait()
 	live.fail(ErrOutcomeUnknown)
 	s.log.Info("leader work stopped")
@@ -146,8 +167,8 @@ func (s *Server) leaderLoop(ctx context.Context) {
 func (s *Server) minCycleGap() time.Duration { return s.cfg.Cycle / 2 }
 
 // scheduleLoop runs a scheduling cycle every Cycle, or sooner when woken.
-func (s *Server) scheduleLoop(ctx context.Context) {
-	ls := &leaderState{started: map[allocKey]bool{}, stopped: map[allocKey]bool{}}
+func (s *Server) scheduleLoop(ctx context.Context, inherited map[allocKey]bool) {
+	ls := &leaderState{started: map[allocKey]bool{}, stopped: map[allocKey]bool{}, inherited: inherited}
 	tick := time.NewTicker(s.cfg.Cycle)
 	defer tick.Stop()
 	var last time.Time
@@ -256,6 +277,7 @@ func (s *Server) commitPlan(ctx context.Context, plan *sched.Plan, snap *sched.S
 			errs = append(errs, err)
 			break
 		}
+		s.notePlaced(tokens)
 		p, err := s.start(ctx, &state.PlanCommit{Plan: chunk, Now: now, Tokens: tokens})
 		if err != nil {
 			errs = append(errs, err)
@@ -332,9 +354,10 @@ func (s *Server) setWhy(why map[structs.JobID]*sched.Why) {
 	s.mu.Unlock()
 }
 
-// driveBackend starts the Scheduled tasks and stops the Stopping tasks
-// this term has not handled yet. A failed Start or Stop is retried next
-// cycle; a task that never starts is Lost after the heartbeat TTL.
+// driveBackend starts the Scheduled tasks this term placed and stops the
+// Stopping tasks, those it has not handled yet. A failed Start or Stop is
+// retried next cycle; a task that never starts is Lost after the
+// heartbeat TTL.
 func (s *Server) driveBackend(ls *leaderState) {
 	s.mu.Lock()
 	b := s.backend
@@ -356,7 +379,7 @@ func (s *Server) driveBackend(ls *leaderState) {
 			switch t.State {
 			case structs.TaskScheduled:
 				seen[k] = true
-				if !ls.started[k] {
+				if !ls.started[k] && !ls.inherited[k] {
 					starts = append(starts, start{t: t, j: st.Jobs[t.Job], k: k})
 				}
 			case structs.TaskStopping:
@@ -368,9 +391,10 @@ func (s *Server) driveBackend(ls *leaderState) {
 		}
 	})
 	// Forget allocations that have moved on, so the maps stay small.
-	for _, m := range []map[allocKey]bool{ls.started, ls.stopped} {
+	for _, m := range []map[allocKey]bool{ls.started, ls.stopped, ls.inherited} {
 		maps.DeleteFunc(m, func(k allocKey, _ bool) bool { return !seen[k] })
 	}
+	s.forgetPlaced(seen)
 	slices.SortFunc(starts, func(a, b start) int { return cmp.Compare(a.k.id, b.k.id) })
 	slices.SortFunc(stops, func(a, b allocKey) int { return cmp.Compare(a.id, b.id) })
 	for _, k := range stops {
@@ -437,4 +461,36 @@ func (s *Server) expire(ctx context.Context) error {
 		s.log.Info("expired ended jobs", "jobs", r.Jobs, "endedBefore", before)
 	}
 	return nil
+}
+
+// notePlaced records the allocations this server process is about to
+// commit: it may start them in any term (leaderState.inherited).
+func (s *Server) notePlaced(tokens map[structs.TaskID]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.placed == nil {
+		s.placed = map[allocKey]time.Time{}
+	}
+	now := time.Now()
+	for id, tok := range tokens {
+		s.placed[allocKey{id: id, token: tok}] = now
+	}
+}
+
+// placedHere reports whether this server process placed allocation k.
+func (s *Server) placedHere(k allocKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.placed[k]
+	return ok
+}
+
+// forgetPlaced drops the placed allocations that are no longer Scheduled
+// or Stopping (in seen); one not in the state yet (its commit still in
+// flight) is kept for a heartbeat TTL.
+func (s *Server) forgetPlaced(seen map[allocKey]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := time.Now().Add(-s.cfg.HeartbeatTTL)
+	maps.DeleteFunc(s.placed, func(k allocKey, at time.Time) bool { return !seen[k] && at.Before(old) })
 }

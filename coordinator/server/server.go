@@ -123,7 +123,10 @@ func (c *Config) setDefaults() {
 // Backend launches and stops tasks (Kubernetes Pods, local processes). The
 // leader calls it after each committed plan and after a leader change, so
 // Start and Stop must be idempotent: starting a started task or stopping a
-// stopped one succeeds. task and job are shared, read-only state objects.
+// stopped one succeeds. A leader starts only the tasks it placed itself
+// (a Start on one server's backend cannot see what another server's
+// started); it stops every stopping task. task and job are shared,
+// read-only state objects.
 type Backend interface {
 	Start(task *structs.Task, job *structs.Job, token string) error
 	Stop(taskID structs.TaskID, grace time.Duration) error
@@ -158,6 +161,7 @@ type Server struct {
 	why     map[structs.JobID]*sched.Why // latest cycle's reasons; leader only
 	live    *liveness                    // non-nil while leader work runs
 	paused  bool
+	placed  map[allocKey]time.Time // allocations this process placed, when (leaderState.inherited)
 }
 
 // New opens (or creates) the server's Raft state in cfg.DataDir and starts

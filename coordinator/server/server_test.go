@@ -465,6 +465,54 @@ func counter(t *testing.T, s *server.Server, name string) float64 {
 	return 0
 }
 
+// A new leader does not start the tasks an earlier leader placed: that one
+// may have started them on its own backend just before it went (a local
+// process the new leader cannot see), and starting them again would run
+// the allocation twice (found by make chaos). One that never started is
+// declared Lost after the heartbeat TTL and its job placed again, as a new
+// allocation the new leader starts; the job does not fail.
+func TestNewLeaderDoesNotStartInheritedTasks(t *testing.T) {
+	t.Parallel()
+	const ttl = 400 * time.Millisecond
+	c := newCluster(t, 3, func(cfg *server.Config) { cfg.HeartbeatTTL = ttl })
+	c.seed(st.C64("c1"))
+	old := c.leader() // no backend: it places and starts nothing
+	c.apply(&state.JobSubmit{RequestID: "a", Job: cpuJob("a", 1), Now: time.Now()})
+	require.Eventually(t, func() bool { return jobOf(old, "a-1").State == structs.JobScheduled }, waitFor, tick)
+	first, _ := tasksOf(old, "a-1")
+	require.Len(t, first, 1)
+	backends := map[string]*fakeBackend{}
+	for _, s := range c.live() {
+		if s != old {
+			backends[s.ID()] = &fakeBackend{started: map[structs.TaskID]string{}, stopped: map[structs.TaskID]time.Duration{}}
+			s.SetBackend(backends[s.ID()])
+		}
+	}
+	c.stop(c.index(old))
+	nl := c.leader()
+	b := backends[nl.ID()]
+	var second *structs.Task
+	require.Eventually(t, func() bool {
+		ts, _ := tasksOf(nl, "a-1")
+		for _, tk := range ts {
+			if tk.Attempt == 1 {
+				second = tk
+			}
+		}
+		return second != nil
+	}, waitFor, tick, "the job is never placed again")
+	require.Eventually(t, func() bool { _, ok, _, _ := b.seen(second.ID); return ok }, waitFor, tick, "the new allocation is never started")
+	for _, fb := range backends {
+		_, started, _, _ := fb.seen(first[0].ID)
+		assert.False(t, started, "the inherited task was started again")
+	}
+	ts, _ := tasksOf(nl, "a-1")
+	assert.Equal(t, structs.TaskLost, ts[0].State)
+	j := jobOf(nl, "a-1")
+	assert.Equal(t, 1, j.LostUnstarted, "requeued: replica 0 was lost before it started")
+	assert.False(t, j.State.Ended())
+}
+
 // A server may advertise another Raft address than the one it listens on
 // (a proxy or NAT in front of it): the configuration lists the advertised
 // one.

@@ -56,7 +56,7 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 	jj := *j
 	jj.State, jj.Reason = structs.JobPending, ""
 	jj.SubmitTime, jj.PendingSince = c.Now, c.Now
-	jj.Attempt, jj.Preemptions, jj.Shape, jj.PreflightFailures = 0, 0, 0, 0
+	jj.Attempt, jj.Preemptions, jj.Shape, jj.PreflightFailures, jj.LostUnstarted = 0, 0, 0, 0, 0
 	jj.PoolOnly = a.PoolOnly
 	jj.Charged, jj.ChargedScope = nil, ""
 	if a.Charge != nil {

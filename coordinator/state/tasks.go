@@ -11,6 +11,11 @@ import (
 // restarted after a replica fails.
 const MaxRestarts = 3
 
+// MaxUnstartedRequeues bounds the requeues of one job after a task was
+// lost before it ran; a further such loss is an ordinary failure, so a
+// job whose tasks never start cannot cycle for ever.
+const MaxUnstartedRequeues = 3
+
 // TaskEvent is what an agent or backend reported about one task.
 type TaskEvent struct {
 	Task     structs.TaskID    `json:"task"`
@@ -79,6 +84,7 @@ func (s *State) taskEvent(e TaskEvent) {
 		return
 	}
 	stopping, reason := t.State == structs.TaskStopping, t.StopReason
+	unstarted := t.State == structs.TaskScheduled && e.State == structs.TaskLost
 	s.putTask(t.ID, func(t *structs.Task) { t.State, t.ExitCode = e.State, e.ExitCode })
 	if e.Reason == structs.ReasonPreflightFailed {
 		handled, msg := s.preflightFailed(t, e, j != nil && t.Attempt == j.Attempt && !stopping)
@@ -96,7 +102,40 @@ func (s *State) taskEvent(e TaskEvent) {
 		s.afterStop(j.ID, reason, e.Time)
 		return
 	}
+	if unstarted && s.lostUnstarted(j, t, e) {
+		return
+	}
 	s.afterExit(j.ID, t, e)
+}
+
+// lostUnstarted handles task t of j's current attempt, lost before it
+// ever reported Running: its leader placed it and went before starting it
+// (a new leader does not start what an earlier one placed, as that one
+// may have started it). That is not the job's failure: the job is
+// requeued, its siblings stopped first, without using its restarts (a
+// service's replica is simply placed again). It returns false when the
+// loss is an ordinary failure instead: j already used its
+// MaxUnstartedRequeues.
+func (s *State) lostUnstarted(j *structs.Job, t *structs.Task, e TaskEvent) bool {
+	switch {
+	case j.State.Ended() || j.Kind == structs.KindService:
+		return false // afterExit: nothing, or the replica is placed again
+	case j.LostUnstarted >= MaxUnstartedRequeues:
+		return false
+	}
+	reason := fmt.Sprintf("requeued: replica %d was lost before it started%s", t.Index, suffix(e.Message))
+	s.putJob(j.ID, func(j *structs.Job) { j.LostUnstarted++; j.Reason = reason })
+	stopped := false
+	for _, x := range s.TasksOf(j.ID) {
+		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {
+			s.putTask(x.ID, func(x *structs.Task) { x.State, x.StopReason = structs.TaskStopping, structs.StopGang })
+			stopped = true
+		}
+	}
+	if !stopped && !s.holding(s.Jobs[j.ID]) {
+		s.requeue(j.ID, reason, e.Time, false)
+	}
+	return true
 }
 
 // allRunning reports whether every replica of j's attempt is running.
@@ -182,7 +221,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
 		return
 	}
 	why := fmt.Sprintf("replica %d %s", t.Index, describeExit(e))
-	restarts := j.Attempt - j.Preemptions - j.PreflightFailures
+	restarts := j.Attempt - j.Preemptions - j.PreflightFailures - j.LostUnstarted
 	if j.RestartPolicy != structs.RestartOnFailure || restarts >= MaxRestarts {
 		s.endJob(id, structs.JobFailed, why, e.Time, structs.StopCancelled)
 		return

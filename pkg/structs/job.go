@@ -142,8 +142,13 @@ type Job struct {
 	PoolOnly bool `json:"poolOnly,omitempty"`
 	// PreflightFailures counts requeues after a failed accelerator
 	// preflight: like Preemptions, they are not restarts (not the job's
-	// fault). Attempt - Preemptions - PreflightFailures is the restarts.
+	// fault). Attempt - Preemptions - PreflightFailures - LostUnstarted
+	// is the restarts.
 	PreflightFailures int `json:"preflightFailures,omitempty"`
+	// LostUnstarted counts requeues after a task was lost before it ever
+	// ran (its leader placed it and went before starting it): not
+	// restarts either.
+	LostUnstarted int `json:"lostUnstarted,omitempty"`
 }
 
 // Volume mounts a persistent volume claim (Ceph RBD) into every replica.

@@ -136,6 +136,9 @@ func (h *handle) writeAt(ctx context.Context, p []byte, off int64) error {
 		}
 		if len(h.buf) == 0 {
 			h.bufOff = off
+			if h.buf == nil {
+				h.buf = make([]byte, 0, h.chunk) // kept for the handle's life
+			}
 		}
 		room := h.chunk - (h.bufOff%h.chunk + int64(len(h.buf)))
 		k := min(room, int64(len(p)))
@@ -169,11 +172,7 @@ func (h *handle) flushLocked(ctx context.Context) error {
 	if err != nil {
 		return err // kept: a later flush retries it
 	}
-	if cap(h.buf) > int(h.chunk) {
-		h.buf = nil
-	} else {
-		h.buf = h.buf[:0]
-	}
+	h.buf = h.buf[:0]
 	return nil
 }
 
