@@ -59,13 +59,37 @@ import (
 // when it has none (the job is not pending or was not looked at yet).
 //
 // Heartbeat records a report from atom about its task. The API has already
-// checked token against the task's allocation token.
+// checked token against the task's allocation token, unless this server
+// does not know the task yet and its state may lag (Lagging): then
+// Heartbeat must check it where the state is current (the leader).
 type Store interface {
 	Apply(ctx context.Context, c state.Command) (any, error)
 	Read(fn func(*state.State))
 	Why(id structs.JobID) *sched.Why
 	Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error
 }
+
+// Lagging is implemented by a Store whose state may lag the cluster's (a
+// Raft follower, or a leader still catching up): Lagging reports whether
+// it does now. What such a server does not know may exist already: the
+// API passes the heartbeat of a task it does not know to Store.Heartbeat,
+// which takes it to the leader, and before it answers that a job is not
+// found it calls CatchUp, which returns once the server has applied
+// everything the leader had applied when it was called (an error when it
+// cannot: no leader, cut off, ctx ended).
+type Lagging interface {
+	Lagging() bool
+	CatchUp(ctx context.Context) error
+}
+
+// StatusError is an answer from another server that a Store passes on
+// (a heartbeat forwarded to the leader): the API answers with its status.
+type StatusError struct {
+	Status int
+	Msg    string
+}
+
+func (e *StatusError) Error() string { return e.Msg }
 
 // Config configures the API.
 type Config struct {

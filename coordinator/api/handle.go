@@ -132,6 +132,7 @@ func (s *server) apply(ctx context.Context, c state.Command) (any, error) {
 func classify(err error) (int, wire.Error) {
 	body := wire.Error{Error: err.Error()}
 	var he *httpError
+	var se *StatusError
 	var fe *structs.FieldError
 	var qe *sched.QuotaError
 	var ue *sched.UnsatisfiableError
@@ -139,6 +140,8 @@ func classify(err error) (int, wire.Error) {
 	case errors.As(err, &he):
 		body.Quota, body.Why = he.quota, he.why
 		return he.status, body
+	case errors.As(err, &se) && se.Status >= 400 && se.Status < 500:
+		return se.Status, body
 	case errors.As(err, &fe):
 		return http.StatusBadRequest, body
 	case errors.As(err, &qe):

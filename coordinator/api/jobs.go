@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -141,8 +142,26 @@ func (s *server) listJobs(_ http.ResponseWriter, r *http.Request, c caller) (int
 	return http.StatusOK, out, nil
 }
 
-// jobStatus reads job id and its tasks if c may see it.
-func (s *server) jobStatus(id structs.JobID, c caller) (*wire.JobStatus, error) {
+// jobStatus reads job id and its tasks if c may see it. A server whose
+// state lags (a follower) that does not have the job catches up with the
+// leader before it says not found: the job may have been accepted through
+// another server a moment ago, and a 404 would tell the client it does
+// not exist (found by make chaos: a follower just back from a cut refused
+// to cancel an acknowledged job). It says retry (503) when it cannot
+// catch up.
+func (s *server) jobStatus(ctx context.Context, id structs.JobID, c caller) (*wire.JobStatus, error) {
+	js, err := s.readJobStatus(id, c)
+	l, ok := s.store.(Lagging)
+	if err == nil || !ok || !l.Lagging() {
+		return js, err
+	}
+	if cerr := l.CatchUp(ctx); cerr != nil {
+		return nil, errorf(http.StatusServiceUnavailable, "job %s is not known to this server, which cannot catch up with the leader now (%v): retry", trunc(string(id)), cerr)
+	}
+	return s.readJobStatus(id, c)
+}
+
+func (s *server) readJobStatus(id structs.JobID, c caller) (*wire.JobStatus, error) {
 	var out *wire.JobStatus
 	s.store.Read(func(st *state.State) {
 		j := st.Jobs[id]
@@ -163,7 +182,7 @@ func (s *server) jobStatus(id structs.JobID, c caller) (*wire.JobStatus, error) 
 // getJob: GET /v1/jobs/{id}: the job and its tasks. Jobs the caller may
 // not see are not found, so their IDs are not revealed either.
 func (s *server) getJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
-	js, err := s.jobStatus(structs.JobID(r.PathValue("id")), c)
+	js, err := s.jobStatus(r.Context(), structs.JobID(r.PathValue("id")), c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -172,7 +191,7 @@ func (s *server) getJob(_ http.ResponseWriter, r *http.Request, c caller) (int, 
 
 // whyJob: GET /v1/jobs/{id}/why.
 func (s *server) whyJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
-	js, err := s.jobStatus(structs.JobID(r.PathValue("id")), c)
+	js, err := s.jobStatus(r.Context(), structs.JobID(r.PathValue("id")), c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -200,7 +219,7 @@ func (s *server) whyJob(_ http.ResponseWriter, r *http.Request, c caller) (int, 
 // cancelJob: POST /v1/jobs/{id}/cancel.
 func (s *server) cancelJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
 	id := structs.JobID(r.PathValue("id"))
-	js, err := s.jobStatus(id, c)
+	js, err := s.jobStatus(r.Context(), id, c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -210,7 +229,7 @@ func (s *server) cancelJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 	if _, err := s.apply(r.Context(), &state.JobCancel{ID: id, Now: s.clock()}); err != nil {
 		return 0, nil, conflictIfInvalid(err)
 	}
-	js, err = s.jobStatus(id, c)
+	js, err = s.jobStatus(r.Context(), id, c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -220,7 +239,7 @@ func (s *server) cancelJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 // scaleJob: POST /v1/jobs/{id}/scale {replicas}: services only.
 func (s *server) scaleJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
 	id := structs.JobID(r.PathValue("id"))
-	js, err := s.jobStatus(id, c)
+	js, err := s.jobStatus(r.Context(), id, c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -239,7 +258,7 @@ func (s *server) scaleJob(_ http.ResponseWriter, r *http.Request, c caller) (int
 	if _, err := s.apply(r.Context(), &state.ServiceScale{ID: id, Replicas: req.Replicas, Now: s.clock()}); err != nil {
 		return 0, nil, err
 	}
-	js, err = s.jobStatus(id, c)
+	js, err = s.jobStatus(r.Context(), id, c)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -36,7 +36,7 @@ const minTaskLogBytes = 4 << 10
 // follow, the response stays open and streams all the task wrote and
 // writes until it ends or the client goes away.
 func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
-	js, err := s.jobStatus(structs.JobID(r.PathValue("id")), c)
+	js, err := s.jobStatus(r.Context(), structs.JobID(r.PathValue("id")), c)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/sched"
@@ -24,6 +25,7 @@ const (
 	pathApply = "/internal/v1/apply"
 	pathWhy   = "/internal/v1/why/"
 	pathJoin  = "/internal/v1/join"
+	pathIndex = "/internal/v1/index"
 )
 
 // forwarder is the api.Store over a server: writes that reach a follower
@@ -40,6 +42,57 @@ func (f *forwarder) Read(fn func(*state.State)) { f.srv.Read(fn) }
 
 func (f *forwarder) Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error {
 	return f.srv.Heartbeat(id, token, ev)
+}
+
+var _ api.Lagging = (*forwarder)(nil)
+
+// Lagging reports whether this server's state may lag the cluster's: it
+// does not lead, or leads but has not caught up yet (api.Lagging).
+func (f *forwarder) Lagging() bool { return !f.srv.Authoritative() }
+
+// catchUpWait bounds how long CatchUp waits for this server to apply what
+// the leader has.
+const catchUpWait = 2 * time.Second
+
+// CatchUp asks the leader for its applied index and waits until this
+// server has applied as much (api.Lagging).
+func (f *forwarder) CatchUp(ctx context.Context) error {
+	if f.srv.Authoritative() {
+		return nil
+	}
+	lid, _ := f.srv.Leader()
+	url, ok := f.peers[lid]
+	if lid == "" || !ok {
+		return errors.New("no leader is known")
+	}
+	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+pathIndex, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+f.secret)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask leader %s for its index: %w", lid, err)
+	}
+	defer resp.Body.Close()
+	var out struct{ Index uint64 }
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&out) != nil {
+		return fmt.Errorf("ask leader %s for its index: %s", lid, resp.Status)
+	}
+	for {
+		var have uint64
+		f.srv.Read(func(st *state.State) { have = st.Index })
+		if have >= out.Index {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("applied index %d, the leader's %d: %w", have, out.Index, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // Apply commits c on this server if it leads, else on the leader.
@@ -278,6 +331,16 @@ func (f *forwarder) internal(mux *http.ServeMux) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(reply)
+	}))
+	mux.HandleFunc("GET "+pathIndex, auth(func(w http.ResponseWriter, r *http.Request) {
+		if !f.srv.Authoritative() {
+			http.Error(w, `{"error":"not the leader, or not caught up yet"}`, http.StatusServiceUnavailable)
+			return
+		}
+		var out struct{ Index uint64 }
+		f.srv.Read(func(st *state.State) { out.Index = st.Index })
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
 	}))
 	mux.HandleFunc("GET "+pathWhy+"{id}", auth(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

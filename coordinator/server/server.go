@@ -311,6 +311,15 @@ func (s *Server) ID() string { return s.cfg.ID }
 // IsLeader reports whether this server is the Raft leader now.
 func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
 
+// Authoritative reports whether this server's state is the cluster's
+// latest: it leads and has applied everything committed before its term
+// (its leader work runs). A follower's state may lag the leader's.
+func (s *Server) Authoritative() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live != nil && s.IsLeader()
+}
+
 // Leader returns the current leader's ID and Raft address, or empty
 // strings when none is known.
 func (s *Server) Leader() (id, addr string) {
