@@ -55,7 +55,7 @@ func New(addrs string, task structs.TaskID, token string, every time.Duration, l
 		}
 		c := client.New(a, "")
 		c.Retries = 0
-		c.HTTP = &httpClient // bounded requests: a hung coordinator is a failed beat
+		c.HTTP = httpClientFor(every) // bounded requests: a hung coordinator is a failed beat
 		r.clients = append(r.clients, c)
 	}
 	if len(r.clients) == 0 {
