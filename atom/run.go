@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -72,7 +73,7 @@ func run(c *cli.Context) error {
 		return cli.Exit("atom: "+err.Error(), exitUsage)
 	}
 	argv := c.Args().Slice()
-	if len(argv) == 0 && a.Kind == "command" {
+	if len(argv) == 0 && a.Kind == "command" && a.Coordinator == "" { // by hand; under a coordinator the job type refuses it, reported
 		return cli.Exit("atom: no command: use atom run -- CMD [ARGS...]", exitUsage)
 	}
 	var rep *report.Reporter
@@ -107,10 +108,11 @@ func run(c *cli.Context) error {
 		}
 	}
 	// 2b. The dataset cache, when the job asks for it (cache.go).
-	unmount, err := mountCache(a, extra, log)
+	mounted, err := mountCache(a, extra, log)
 	if err != nil {
 		return fail(exitCache, err.Error())
 	}
+	unmount := sync.OnceFunc(mounted)
 	defer unmount()
 
 	// 3. Heartbeat from here on; signals are caught first so none is lost.
@@ -189,10 +191,11 @@ func run(c *cli.Context) error {
 	}
 
 	// 6. Heartbeat while the child runs.
-	stopped, hbDone := "", rep == nil
+	stopped, hbDone, termSent := "", rep == nil, false
 	for waiting := true; waiting; {
 		select {
 		case s := <-sigs:
+			termSent = termSent || s == syscall.SIGTERM
 			if err := child.Signal(s); err != nil {
 				log.Warn("forward signal", "signal", s, "err", err)
 			}
@@ -201,7 +204,11 @@ func run(c *cli.Context) error {
 			var se *report.StopError
 			if errors.As(err, &se) {
 				stopped = se.Error()
-				go child.Stop(c.Duration("grace"))
+				if termSent { // the backend's SIGTERM got there first: only the grace is left
+					go killAfter(child, c.Duration("grace"))
+				} else {
+					go child.Stop(c.Duration("grace"))
+				}
 			}
 		case <-child.Done():
 			waiting = false
@@ -211,6 +218,7 @@ func run(c *cli.Context) error {
 
 	// 7. Nothing of the job outlives it; report the end and exit with the
 	// child's status.
+	unmount() // the mount's helper process is atom's, not a leftover of the job
 	if reaper != nil {
 		if n := reap.KillDescendants(); n > 0 {
 			fmt.Fprintf(os.Stderr, "atom: the job ended; killed %d process(es) it left behind\n", n)
@@ -236,6 +244,21 @@ func run(c *cli.Context) error {
 		return cli.Exit("", code)
 	}
 	return nil
+}
+
+// killAfter kills p once grace has passed, unless it ended by then.
+func killAfter(p process, grace time.Duration) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.Done():
+	case <-t.C:
+		if l, ok := p.(*launches); ok {
+			l.Stop(0)
+			return
+		}
+		_ = p.Signal(syscall.SIGKILL)
+	}
 }
 
 // envList turns env into K=V entries, sorted.
