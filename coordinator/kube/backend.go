@@ -1,0 +1,376 @@
+// Package kube is atom's Kubernetes backend for one cluster: each task is
+// a Pod bound to its node (spec.nodeName), and the Pods' phases come back
+// as task events through a Pod informer; NodeSync follows the cluster's
+// Node objects into the coordinator's state.
+//
+//	server ──Start(task, job, token)──▶ Secret (token) + Pod (nodeName, priority class, requests = limits)
+//	server ──Stop(task, grace)────────▶ delete Pod (grace) and its Secret
+//	Pod informer ──phase changes──────▶ Heartbeater: Running, Succeeded/Failed (exit code), Lost (deleted outside atom)
+//	Node informer ──Node objects──────▶ NodeUpsert / NodeRemove commands
+//
+// The allocation token is never in a label, an annotation or the Pod spec:
+// it is in a Secret of the task's own, owned by its Pod, that the Pod
+// reads as ATOM_TOKEN (secretKeyRef). The coordinator creates and deletes
+// such Secrets; it never reads any.
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Heartbeater is where the backend reports its Pods (the server's
+// Heartbeat); the same as the local backend's.
+type Heartbeater interface {
+	Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error
+}
+
+// Config is one cluster's backend.
+type Config struct {
+	// Cluster is the atom cluster these Pods belong to (label
+	// atom.io/cluster).
+	Cluster structs.ClusterID
+	// Client talks to the cluster's API server as the coordinator.
+	Client kubernetes.Interface
+	// Namespace is where task Pods go; "default" if empty.
+	Namespace string
+	// Coordinator is ATOM_COORDINATOR: the coordinators' HTTP URLs,
+	// comma-separated, as reachable from Pods.
+	Coordinator string
+	// Heartbeat is ATOM_HEARTBEAT: the period atom heartbeats at.
+	Heartbeat time.Duration
+	// Grace is the Pod's terminationGracePeriodSeconds and atom run's
+	// --grace; 0 leaves Kubernetes' default (30 s) and atom's.
+	Grace time.Duration
+	// Image is used for jobs that name none; a job without an image
+	// fails when neither is set.
+	Image string
+	// PluginDir, if set, is ATOM_PLUGIN_DIR in the image.
+	PluginDir string
+	// Beat, if positive, makes the backend heartbeat every task whose Pod
+	// is Running, at that period: for Pods where no atom heartbeats for
+	// itself (kwok's, in tests). Zero leaves liveness to atom.
+	Beat time.Duration
+	// TokenOf, if set, finds the token of a task the backend did not
+	// start itself (after a coordinator restart) to report it with.
+	TokenOf func(structs.TaskID) string
+	// Resync is the informers' resync period; 0 means none.
+	Resync time.Duration
+	Log    *slog.Logger
+}
+
+// Backend runs tasks as Pods in one cluster. Its methods are safe for
+// concurrent use.
+type Backend struct {
+	cfg    Config
+	hb     Heartbeater
+	log    *slog.Logger
+	pods   cache.SharedIndexInformer
+	stopCh chan struct{}
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	tokens   map[structs.TaskID]string
+	stopped  map[structs.TaskID]bool            // Stop called: the deletion is atom's own
+	reported map[structs.TaskID]structs.TaskState // last state reported per task
+}
+
+// New starts the backend's Pod informer (Pods labelled
+// atom.io/managed-by=atom and atom.io/cluster=cfg.Cluster in the
+// namespace) and waits until it has synced or ctx ends.
+func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("kube backend: no client")
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	b := &Backend{cfg: cfg, hb: hb, log: cfg.Log.With("cluster", cfg.Cluster), stopCh: make(chan struct{}),
+		tokens: map[structs.TaskID]string{}, stopped: map[structs.TaskID]bool{}, reported: map[structs.TaskID]structs.TaskState{}}
+	sel := LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(cfg.Cluster))
+	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithNamespace(cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
+	b.pods = f.Core().V1().Pods().Informer()
+	if _, err := b.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { b.observe(o, false) },
+		UpdateFunc: func(_, o any) { b.observe(o, false) },
+		DeleteFunc: func(o any) { b.observe(o, true) },
+	}); err != nil {
+		return nil, err
+	}
+	f.Start(b.stopCh)
+	if !cache.WaitForCacheSync(ctx.Done(), b.pods.HasSynced) {
+		close(b.stopCh)
+		return nil, fmt.Errorf("kube backend %s: pod informer did not sync: %w", cfg.Cluster, ctx.Err())
+	}
+	if cfg.Beat > 0 {
+		b.wg.Add(1)
+		go b.beat()
+	}
+	return b, nil
+}
+
+// Close stops the informer and the heartbeats. Pods stay as they are.
+func (b *Backend) Close() {
+	close(b.stopCh)
+	b.wg.Wait()
+}
+
+// Start creates task t's Secret and Pod on t's node. A Pod already there
+// for the same task (a retried Start) is success.
+func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b.mu.Lock()
+	b.tokens[t.ID] = token
+	delete(b.stopped, t.ID)
+	b.mu.Unlock()
+	pod, err := b.Pod(t, j)
+	if err != nil {
+		return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127, Message: err.Error()})
+	}
+	pods := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace)
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && created.Annotations[LabelTask] != string(t.ID) {
+			return fmt.Errorf("start task %s: pod %s/%s exists for task %q", t.ID, b.cfg.Namespace, pod.Name, created.Annotations[LabelTask])
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("start task %s: create pod %s/%s: %w", t.ID, b.cfg.Namespace, pod.Name, err)
+	}
+	sec := b.Secret(t, j, token, created)
+	_, err = b.cfg.Client.CoreV1().Secrets(b.cfg.Namespace).Create(ctx, sec, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		// The Pod would wait for its Secret for ever: take it back.
+		zero := int64(0)
+		if derr := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); derr != nil && !apierrors.IsNotFound(derr) {
+			b.log.Warn("delete pod whose secret failed", "pod", pod.Name, "err", derr)
+		}
+		return fmt.Errorf("start task %s: create secret %s/%s: %w", t.ID, b.cfg.Namespace, sec.Name, err)
+	}
+	return nil
+}
+
+// Stop deletes task id's Pod with grace as its grace period (rounded up
+// to whole seconds), and its Secret. A Pod already gone is success.
+func (b *Backend) Stop(id structs.TaskID, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b.mu.Lock()
+	b.stopped[id] = true
+	b.mu.Unlock()
+	secs := int64(math.Ceil(grace.Seconds()))
+	err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: &secs})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("stop task %s: delete pod %s/%s: %w", id, b.cfg.Namespace, PodName(id), err)
+	}
+	b.deleteSecret(ctx, id)
+	return nil
+}
+
+// deleteSecret deletes task id's Secret. Its owner reference would have
+// the garbage collector do it once the Pod is gone; this does not wait
+// for one.
+func (b *Backend) deleteSecret(ctx context.Context, id structs.TaskID) {
+	err := b.cfg.Client.CoreV1().Secrets(b.cfg.Namespace).Delete(ctx, SecretName(id), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		b.log.Warn("delete task secret", "task", id, "err", err)
+	}
+}
+
+// meta is the labels and annotations of t's objects.
+func (b *Backend) meta(t *structs.Task, j *structs.Job) (labels, annotations map[string]string) {
+	labels = map[string]string{
+		LabelManaged: "atom",
+		LabelCluster: LabelValue(string(b.cfg.Cluster)),
+		LabelJob:     LabelValue(string(j.ID)),
+		LabelTask:    LabelValue(string(t.ID)),
+		LabelOwner:   LabelValue(string(j.Owner)),
+		LabelAttempt: strconv.Itoa(t.Attempt),
+		LabelReplica: strconv.Itoa(t.Index),
+	}
+	annotations = map[string]string{
+		LabelJob:     string(j.ID),
+		LabelTask:    string(t.ID),
+		LabelOwner:   string(j.Owner),
+		LabelAttempt: strconv.Itoa(t.Attempt),
+	}
+	return labels, annotations
+}
+
+// Secret is task t's Secret: the token under TokenKey, owned by pod
+// (when it has a UID) so that it goes with it.
+func (b *Backend) Secret(t *structs.Task, j *structs.Job, token string, pod *corev1.Pod) *corev1.Secret {
+	labels, annotations := b.meta(t, j)
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: SecretName(t.ID), Namespace: b.cfg.Namespace, Labels: labels, Annotations: annotations},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{TokenKey: []byte(token)},
+	}
+	if pod != nil && pod.UID != "" {
+		s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
+	}
+	return s
+}
+
+// Pod is task t's Pod: bound to t.Node, its job's priority class,
+// requests = limits of t's allocation (whole GPUs as nvidia.com/gpu), the
+// job's image running `/app/atom run [--grace G] [-- CMD ARGS...]`, the
+// job's env and atom's (the token from the task's Secret), never
+// restarted by the kubelet (atom and the coordinator decide).
+func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
+	image := j.Image
+	if image == "" {
+		image = b.cfg.Image
+	}
+	if image == "" {
+		return nil, fmt.Errorf("job %s has no image (and the cluster %s has no default image): give image in its spec", j.ID, b.cfg.Cluster)
+	}
+	if t.Node == "" {
+		return nil, fmt.Errorf("task %s has no node", t.ID)
+	}
+	args := []string{"run"}
+	if b.cfg.Grace > 0 {
+		args = append(args, "--grace", b.cfg.Grace.String())
+	}
+	if cmd := append(slices.Clone(j.Command), j.Args...); len(cmd) > 0 {
+		args = append(append(args, "--"), cmd...)
+	}
+	labels, annotations := b.meta(t, j)
+	res := corev1.ResourceList{}
+	if t.Resources.MilliCPU > 0 {
+		res[corev1.ResourceCPU] = *resource.NewMilliQuantity(t.Resources.MilliCPU, resource.DecimalSI)
+	}
+	if t.Resources.Memory > 0 {
+		res[corev1.ResourceMemory] = *resource.NewQuantity(t.Resources.Memory, resource.BinarySI)
+	}
+	if t.Resources.Accels > 0 {
+		res[GPUResource] = *resource.NewQuantity(t.Resources.Accels, resource.DecimalSI)
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.Resources.Devices)) {
+		if strings.Contains(k, "/") { // an extended resource by its own name
+			res[corev1.ResourceName(k)] = *resource.NewQuantity(t.Resources.Devices[k], resource.DecimalSI)
+		}
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: PodName(t.ID), Namespace: b.cfg.Namespace, Labels: labels, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			NodeName:                     string(t.Node),
+			PriorityClassName:            PriorityClass(j.Priority),
+			RestartPolicy:                corev1.RestartPolicyNever,
+			Tolerations:                  slices.Clone(j.Tolerations),
+			EnableServiceLinks:           new(bool),
+			AutomountServiceAccountToken: new(bool),
+			Containers: []corev1.Container{{
+				Name:      ContainerName,
+				Image:     image,
+				Command:   []string{"/app/atom"},
+				Args:      args,
+				Env:       b.env(t, j),
+				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
+				Ports:     []corev1.ContainerPort{{Name: "launch", ContainerPort: LaunchPort, Protocol: corev1.ProtocolTCP}},
+			}},
+		},
+	}
+	if b.cfg.Grace > 0 {
+		g := int64(math.Ceil(b.cfg.Grace.Seconds()))
+		p.Spec.TerminationGracePeriodSeconds = &g
+	}
+	return p, nil
+}
+
+// env is the container's environment: the job's, then atom's (TaskEnv
+// without the token, which comes from the Secret), the Pod's own IP, name
+// and namespace through the downward API, and the launch server's address.
+func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
+	vals := map[string]string{}
+	for k, v := range j.Env {
+		if !strings.HasPrefix(k, "ATOM_") {
+			vals[k] = v
+		}
+	}
+	maps.Copy(vals, TaskEnv(t, j, b.cfg.Coordinator, ""))
+	delete(vals, "ATOM_TOKEN")
+	if b.cfg.Heartbeat > 0 {
+		vals["ATOM_HEARTBEAT"] = b.cfg.Heartbeat.String()
+	}
+	if b.cfg.PluginDir != "" {
+		vals["ATOM_PLUGIN_DIR"] = b.cfg.PluginDir
+	}
+	if spec, err := json.Marshal(JobSpecEnv(j)); err == nil {
+		vals["ATOM_JOB_SPEC"] = string(spec)
+	}
+	vals["ATOM_LAUNCH_LISTEN"] = "0.0.0.0:" + strconv.Itoa(LaunchPort)
+	env := make([]corev1.EnvVar, 0, len(vals)+5)
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		env = append(env, corev1.EnvVar{Name: k, Value: vals[k]})
+	}
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	return append(env,
+		corev1.EnvVar{Name: "ATOM_TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: SecretName(t.ID)}, Key: TokenKey}}},
+		field("ATOM_POD_IP", "status.podIP"),
+		field("ATOM_LAUNCH_ADVERTISE", "status.podIP"),
+		field("ATOM_POD_NAME", "metadata.name"),
+		field("ATOM_NAMESPACE", "metadata.namespace"),
+	)
+}
+
+// TaskEnv is the environment atom reads its allocation from: the same as
+// the local backend's (coordinator/daemon.TaskEnv; a test keeps them equal).
+func TaskEnv(t *structs.Task, j *structs.Job, addr, token string) map[string]string {
+	var accels []string
+	for _, i := range t.Accels.Indices() {
+		accels = append(accels, strconv.Itoa(i))
+	}
+	return map[string]string{
+		"ATOM_COORDINATOR":  addr,
+		"ATOM_JOB_ID":       string(j.ID),
+		"ATOM_JOB_KIND":     string(j.Kind),
+		"ATOM_TASK_ID":      string(t.ID),
+		"ATOM_TOKEN":        token,
+		"ATOM_REPLICA":      strconv.Itoa(t.Index),
+		"ATOM_REPLICAS":     strconv.Itoa(j.ShapeAt(j.Shape).Replicas),
+		"ATOM_ATTEMPT":      strconv.Itoa(t.Attempt),
+		"ATOM_NODE":         string(t.Node),
+		"ATOM_ACCEL_TYPE":   t.Resources.AccelType,
+		"ATOM_ACCELERATORS": strings.Join(accels, ","),
+		"ATOM_CPU_MILLI":    strconv.FormatInt(t.Resources.MilliCPU, 10),
+		"ATOM_MEMORY_BYTES": strconv.FormatInt(t.Resources.Memory, 10),
+	}
+}
+
+// JobSpecEnv is what ATOM_JOB_SPEC carries (coordinator/daemon.JobSpecEnv).
+func JobSpecEnv(j *structs.Job) *structs.Job {
+	return &structs.Job{ID: j.ID, Name: j.Name, Kind: j.Kind, Owner: j.Owner, Project: j.Project,
+		Priority: j.Priority, Image: j.Image, Command: j.Command, Args: j.Args, Replicas: j.Replicas,
+		Resources: j.Resources, MPI: j.MPI, Spark: j.Spark}
+}

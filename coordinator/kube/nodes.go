@@ -1,0 +1,180 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// NodeFromK8s converts Node n of cluster into atom's node:
+//
+//   - capacity: allocatable cpu (millicores), memory (bytes) and
+//     nvidia.com/gpu (whole GPUs), the GPU model from the label
+//     nvidia.com/gpu.product; on a node without GPUs, the other extended
+//     resources (names with a '/', outside *kubernetes.io/) as devices;
+//   - pool: the label atom.io/pool (absent: public);
+//   - tags: the node's labels; taints: its taints;
+//   - state: ready when condition Ready is True, not-ready otherwise
+//     (False, Unknown or missing); draining when it is cordoned
+//     (spec.unschedulable) and Ready.
+func NodeFromK8s(n *corev1.Node, cluster structs.ClusterID) *structs.Node {
+	alloc := n.Status.Allocatable
+	out := &structs.Node{
+		Name:    structs.NodeID(n.Name),
+		Cluster: cluster,
+		Pool:    structs.PoolID(n.Labels[PoolLabel]),
+		State:   structs.NodeNotReady,
+		Tags:    maps.Clone(n.Labels),
+		Taints:  slices.Clone(n.Spec.Taints),
+	}
+	if q, ok := alloc[corev1.ResourceCPU]; ok {
+		out.Capacity.MilliCPU = q.MilliValue()
+	}
+	if q, ok := alloc[corev1.ResourceMemory]; ok {
+		out.Capacity.Memory = q.Value()
+	}
+	if q, ok := alloc[GPUResource]; ok && q.Value() > 0 {
+		out.Capacity.Accels = q.Value()
+		out.Capacity.AccelType = n.Labels[GPUModelLabel]
+	}
+	if out.Capacity.Accels == 0 {
+		for name, q := range alloc {
+			k := string(name)
+			if k == GPUResource || !strings.Contains(k, "/") || strings.Contains(strings.SplitN(k, "/", 2)[0], "kubernetes.io") || q.Value() <= 0 {
+				continue
+			}
+			if out.Capacity.Devices == nil {
+				out.Capacity.Devices = map[string]int64{}
+			}
+			out.Capacity.Devices[k] = q.Value()
+		}
+	}
+	if NodeReady(n) {
+		out.State = structs.NodeReady
+		if n.Spec.Unschedulable {
+			out.State = structs.NodeDraining
+		}
+	}
+	return out
+}
+
+// NodeReady reports whether n has condition Ready=True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ApplyFunc commits a state command (the server's Apply, on the leader).
+type ApplyFunc func(ctx context.Context, c state.Command) error
+
+// NodeSync follows a cluster's Node objects into the coordinator's state:
+// a new or changed Node is a NodeUpsert of NodeFromK8s, a deleted one a
+// NodeRemove. A command that fails (not the leader, a node that still
+// runs tasks) is tried again at the next change or resync.
+type NodeSync struct {
+	cluster structs.ClusterID
+	apply   ApplyFunc
+	log     *slog.Logger
+	inf     cache.SharedIndexInformer
+	stopCh  chan struct{}
+
+	mu   sync.Mutex
+	last map[string]*structs.Node // what was last committed, by name
+}
+
+// NewNodeSync starts following the Nodes selected by selector ("" for
+// all) through client and waits until the informer has synced (and the
+// nodes it found were applied) or ctx ends.
+func NewNodeSync(ctx context.Context, client kubernetes.Interface, cluster structs.ClusterID, selector string, resync time.Duration, apply ApplyFunc, log *slog.Logger) (*NodeSync, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &NodeSync{cluster: cluster, apply: apply, log: log.With("cluster", cluster), stopCh: make(chan struct{}), last: map[string]*structs.Node{}}
+	f := informers.NewSharedInformerFactoryWithOptions(client, resync,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	s.inf = f.Core().V1().Nodes().Informer()
+	if _, err := s.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { s.upsert(o) },
+		UpdateFunc: func(_, o any) { s.upsert(o) },
+		DeleteFunc: func(o any) { s.remove(o) },
+	}); err != nil {
+		return nil, err
+	}
+	f.Start(s.stopCh)
+	if !cache.WaitForCacheSync(ctx.Done(), s.inf.HasSynced) {
+		close(s.stopCh)
+		return nil, fmt.Errorf("node sync %s: informer did not sync: %w", cluster, ctx.Err())
+	}
+	return s, nil
+}
+
+// Close stops following.
+func (s *NodeSync) Close() { close(s.stopCh) }
+
+func (s *NodeSync) upsert(o any) {
+	k, ok := o.(*corev1.Node)
+	if !ok {
+		return
+	}
+	n := NodeFromK8s(k, s.cluster)
+	s.mu.Lock()
+	same := reflect.DeepEqual(s.last[k.Name], n)
+	s.mu.Unlock()
+	if same {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.apply(ctx, &state.NodeUpsert{Node: n}); err != nil {
+		s.log.Warn("node upsert failed", "node", k.Name, "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.last[k.Name] = n
+	s.mu.Unlock()
+}
+
+func (s *NodeSync) remove(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	k, ok := o.(*corev1.Node)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := s.apply(ctx, &state.NodeRemove{Name: structs.NodeID(k.Name)})
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
+		// It still runs tasks: keep it, not ready, so nothing new lands.
+		s.log.Warn("node remove failed; marking it not-ready", "node", k.Name, "err", err)
+		n := NodeFromK8s(k, s.cluster)
+		n.State = structs.NodeNotReady
+		if err := s.apply(ctx, &state.NodeUpsert{Node: n}); err != nil {
+			s.log.Warn("node upsert failed", "node", k.Name, "err", err)
+		}
+	}
+	s.mu.Lock()
+	delete(s.last, k.Name)
+	s.mu.Unlock()
+}
