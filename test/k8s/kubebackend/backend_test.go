@@ -1,0 +1,326 @@
+package kubebackend_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/test/k8s/k8stest"
+)
+
+const ns = "atom-jobs"
+
+func repoFile(t *testing.T, rel string) string {
+	_, file, _, ok := runtime.Caller(0)
+	require.True(t, ok)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", rel)
+}
+
+// recorder is a Heartbeater that keeps what it is told.
+type recorder struct {
+	mu     sync.Mutex
+	events []state.TaskEvent
+	tokens map[structs.TaskID]string
+}
+
+func (r *recorder) Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tokens == nil {
+		r.tokens = map[structs.TaskID]string{}
+	}
+	ev.Task = id
+	r.tokens[id] = token
+	if ev.State != "" {
+		r.events = append(r.events, ev)
+	}
+	return nil
+}
+
+// wait waits until task id has been reported in st and returns the event.
+func (r *recorder) wait(t *testing.T, id structs.TaskID, st structs.TaskState) state.TaskEvent {
+	t.Helper()
+	var got state.TaskEvent
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, e := range r.events {
+			if e.Task == id && e.State == st {
+				got = e
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 20*time.Millisecond, "task %s reported %s; got %v", id, st, r.snapshot())
+	return got
+}
+
+func (r *recorder) snapshot() []state.TaskEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+func (r *recorder) token(id structs.TaskID) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tokens[id]
+}
+
+func env(c corev1.Container) map[string]corev1.EnvVar {
+	m := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		m[e.Name] = e
+	}
+	return m
+}
+
+// TestBackend drives coordinator/kube against a real API server with
+// kwok's nodes, as the coordinator's identity with only deploy/rbac.yaml's
+// rights: a 2 × 8-GPU gang bound to two GPU nodes and reported Running;
+// Stop deleting a Pod; a Pod deleted by hand reported Lost; Node objects
+// as atom nodes, followed by NodeSync.
+func TestBackend(t *testing.T) {
+	c := k8stest.Start(t, k8stest.Options{})
+	c.ApplyFile(t, repoFile(t, "deploy/rbac.yaml"))
+	pcs := c.ApplyFile(t, repoFile(t, "deploy/priorityclasses.yaml"))
+	require.Len(t, pcs, 3)
+	c.CreateNamespace(t, ns)
+	special := corev1.Taint{Key: "atom.io/dedicated", Value: "training", Effect: corev1.TaintEffectNoSchedule}
+	c.AddNodes(t,
+		k8stest.NodeSpec{Name: "gpu-a", GPUs: 8, GPUModel: "A100", Labels: map[string]string{"fabric": "ib"}},
+		k8stest.NodeSpec{Name: "gpu-b", GPUs: 8, GPUModel: "A100", Taints: []corev1.Taint{special}},
+		k8stest.NodeSpec{Name: "cpu-a", CPU: "32", Memory: "128Gi"},
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// RBAC takes effect within a moment of being applied.
+	require.Eventually(t, func() bool {
+		_, err := c.Coordinator.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond)
+
+	rec := &recorder{}
+	b, err := kube.New(ctx, kube.Config{
+		Cluster: "k8s", Client: c.Coordinator, Namespace: ns,
+		Coordinator: "http://coord-0:8080,http://coord-1:8080", Heartbeat: 5 * time.Second,
+		Grace: 20 * time.Second,
+	}, rec)
+	require.NoError(t, err)
+	defer b.Close()
+
+	job := &structs.Job{
+		ID: "j-Gang1", Name: "train", Kind: structs.KindMPI, Owner: "alice@example.com", Priority: structs.PriorityHigh,
+		Image: "atom/cuda:test", Command: []string{"python", "train.py"}, Args: []string{"--epochs", "3"},
+		Env: map[string]string{"WANDB_MODE": "offline"}, Replicas: 2,
+		Resources:   structs.Resources{MilliCPU: 64000, Memory: 512 << 30, AccelType: "A100", Accels: 8},
+		Tolerations: []corev1.Toleration{{Key: special.Key, Operator: corev1.TolerationOpEqual, Value: special.Value, Effect: special.Effect}},
+	}
+	var tasks []*structs.Task
+	for i, node := range []structs.NodeID{"gpu-a", "gpu-b"} {
+		tasks = append(tasks, &structs.Task{
+			ID: structs.MakeTaskID(job.ID, i, 1), Job: job.ID, Index: i, Attempt: 1, Node: node,
+			Priority: job.Priority, State: structs.TaskScheduled, Resources: job.Resources, Accels: 0xff,
+		})
+	}
+	tokens := []string{"secret-token-0-abcdef", "secret-token-1-abcdef"}
+
+	t.Run("gang", func(t *testing.T) {
+		for i, task := range tasks {
+			require.NoError(t, b.Start(task, job, tokens[i]))
+		}
+		// A retried Start finds its Pod: success, nothing new.
+		require.NoError(t, b.Start(tasks[0], job, tokens[0]))
+
+		nodes := map[string]bool{}
+		for i, task := range tasks {
+			name := kube.PodName(task.ID)
+			assert.Equal(t, strings.ToLower(string(task.ID))+"-", name[:len(task.ID)+1], "pod name from the task ID")
+			p := c.WaitPodPhase(t, ns, name, corev1.PodRunning)
+			nodes[p.Spec.NodeName] = true
+			assert.Equal(t, string(task.Node), p.Spec.NodeName)
+			assert.Equal(t, "atom-high", p.Spec.PriorityClassName)
+			require.NotNil(t, p.Spec.Priority)
+			assert.EqualValues(t, 100000, *p.Spec.Priority)
+			assert.Equal(t, corev1.RestartPolicyNever, p.Spec.RestartPolicy)
+			require.NotNil(t, p.Spec.TerminationGracePeriodSeconds)
+			assert.EqualValues(t, 20, *p.Spec.TerminationGracePeriodSeconds)
+
+			assert.Equal(t, map[string]string{
+				"atom.io/managed-by": "atom", "atom.io/cluster": "k8s", "atom.io/job": "j-Gang1",
+				"atom.io/task": string(task.ID), "atom.io/owner": kube.LabelValue("alice@example.com"),
+				"atom.io/attempt": "1", "atom.io/replica": []string{"0", "1"}[i],
+			}, p.Labels)
+			assert.Equal(t, "alice@example.com", p.Annotations["atom.io/owner"])
+			assert.Equal(t, string(task.ID), p.Annotations["atom.io/task"])
+
+			require.Len(t, p.Spec.Containers, 1)
+			ct := p.Spec.Containers[0]
+			assert.Equal(t, "atom/cuda:test", ct.Image)
+			assert.Equal(t, []string{"/app/atom"}, ct.Command)
+			assert.Equal(t, []string{"run", "--grace", "20s", "--", "python", "train.py", "--epochs", "3"}, ct.Args)
+			want := corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("64"),
+				corev1.ResourceMemory: resource.MustParse("512Gi"),
+				"nvidia.com/gpu":      resource.MustParse("8"),
+			}
+			for k, v := range want {
+				got := ct.Resources.Requests[k]
+				assert.True(t, v.Equal(got), "request %s: %s", k, got.String())
+				assert.True(t, v.Equal(ct.Resources.Limits[k]), "limit %s", k)
+			}
+			assert.Len(t, ct.Resources.Requests, 3)
+			assert.Len(t, ct.Resources.Limits, 3)
+
+			e := env(ct)
+			for k, v := range map[string]string{
+				"ATOM_COORDINATOR": "http://coord-0:8080,http://coord-1:8080", "ATOM_JOB_ID": "j-Gang1", "ATOM_JOB_KIND": "mpi",
+				"ATOM_TASK_ID": string(task.ID), "ATOM_REPLICA": []string{"0", "1"}[i], "ATOM_REPLICAS": "2", "ATOM_ATTEMPT": "1",
+				"ATOM_NODE": string(task.Node), "ATOM_ACCEL_TYPE": "A100", "ATOM_ACCELERATORS": "0,1,2,3,4,5,6,7",
+				"ATOM_CPU_MILLI": "64000", "ATOM_MEMORY_BYTES": "549755813888", "ATOM_HEARTBEAT": "5s",
+				"ATOM_LAUNCH_LISTEN": "0.0.0.0:7077", "WANDB_MODE": "offline",
+			} {
+				assert.Equal(t, v, e[k].Value, k)
+			}
+			var spec structs.Job
+			require.NoError(t, json.Unmarshal([]byte(e["ATOM_JOB_SPEC"].Value), &spec))
+			assert.Equal(t, job.Command, spec.Command)
+			for k, path := range map[string]string{"ATOM_POD_IP": "status.podIP", "ATOM_LAUNCH_ADVERTISE": "status.podIP",
+				"ATOM_POD_NAME": "metadata.name", "ATOM_NAMESPACE": "metadata.namespace"} {
+				require.NotNil(t, e[k].ValueFrom, k)
+				require.NotNil(t, e[k].ValueFrom.FieldRef, k)
+				assert.Equal(t, path, e[k].ValueFrom.FieldRef.FieldPath, k)
+			}
+			// The token: from the task's Secret, never in the Pod itself.
+			require.NotNil(t, e["ATOM_TOKEN"].ValueFrom)
+			require.NotNil(t, e["ATOM_TOKEN"].ValueFrom.SecretKeyRef)
+			assert.Equal(t, kube.SecretName(task.ID), e["ATOM_TOKEN"].ValueFrom.SecretKeyRef.Name)
+			raw, err := json.Marshal(p)
+			require.NoError(t, err)
+			assert.NotContains(t, string(raw), tokens[i], "the token appears in the pod")
+			sec, err := c.Admin.CoreV1().Secrets(ns).Get(ctx, kube.SecretName(task.ID), metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tokens[i], string(sec.Data[kube.TokenKey]))
+			require.Len(t, sec.OwnerReferences, 1)
+			assert.Equal(t, p.UID, sec.OwnerReferences[0].UID)
+			assert.Equal(t, "Pod", sec.OwnerReferences[0].Kind)
+
+			ev := rec.wait(t, task.ID, structs.TaskRunning)
+			assert.Equal(t, p.Status.PodIP+":7077", ev.Endpoint)
+			assert.Equal(t, tokens[i], rec.token(task.ID), "reported with the task's token")
+		}
+		assert.Len(t, nodes, 2, "two distinct nodes")
+		n := 0
+		for _, e := range rec.snapshot() {
+			if e.Task == tasks[0].ID && e.State == structs.TaskRunning {
+				n++
+			}
+		}
+		assert.Equal(t, 1, n, "Running reported once")
+	})
+
+	t.Run("stop", func(t *testing.T) {
+		id := tasks[0].ID
+		require.NoError(t, b.Stop(id, 3*time.Second))
+		require.Eventually(t, func() bool {
+			_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, kube.PodName(id), metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 20*time.Second, 50*time.Millisecond, "stopped pod goes away")
+		_, err := c.Admin.CoreV1().Secrets(ns).Get(ctx, kube.SecretName(id), metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "its secret is deleted: %v", err)
+		ev := rec.wait(t, id, structs.TaskFailed)
+		assert.Equal(t, "pod deleted by atom", ev.Message)
+		for _, e := range rec.snapshot() {
+			assert.False(t, e.Task == id && e.State == structs.TaskLost, "a stopped task is not lost")
+		}
+		// Stopping it again, its Pod gone, is success.
+		require.NoError(t, b.Stop(id, time.Second))
+	})
+
+	t.Run("deleted-by-hand", func(t *testing.T) {
+		id := tasks[1].ID
+		zero := int64(0)
+		require.NoError(t, c.Admin.CoreV1().Pods(ns).Delete(ctx, kube.PodName(id), metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+		ev := rec.wait(t, id, structs.TaskLost)
+		assert.Contains(t, ev.Message, "deleted outside atom")
+	})
+
+	t.Run("nodes", func(t *testing.T) {
+		list, err := c.Coordinator.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		byName := map[string]*corev1.Node{}
+		for i := range list.Items {
+			byName[list.Items[i].Name] = &list.Items[i]
+		}
+		a := kube.NodeFromK8s(byName["gpu-a"], "k8s")
+		assert.Equal(t, structs.NodeID("gpu-a"), a.Name)
+		assert.Equal(t, structs.ClusterID("k8s"), a.Cluster)
+		assert.Equal(t, structs.NodeReady, a.State)
+		assert.Equal(t, structs.Resources{MilliCPU: 96000, Memory: 1024 << 30, AccelType: "A100", Accels: 8}, a.Capacity)
+		assert.Equal(t, "ib", a.Tags["fabric"])
+		assert.Equal(t, "A100", a.Tags["nvidia.com/gpu.product"])
+		assert.Empty(t, a.Taints)
+
+		gb := kube.NodeFromK8s(byName["gpu-b"], "k8s")
+		assert.Equal(t, []corev1.Taint{special}, gb.Taints)
+		assert.Equal(t, structs.NodeReady, gb.State)
+
+		cpu := kube.NodeFromK8s(byName["cpu-a"], "k8s")
+		assert.Equal(t, structs.Resources{MilliCPU: 32000, Memory: 128 << 30}, cpu.Capacity)
+
+		// NodeSync follows them: the three, then gpu-b NotReady, then
+		// cpu-a deleted.
+		var mu sync.Mutex
+		got := map[structs.NodeID]*structs.Node{}
+		var removed []structs.NodeID
+		apply := func(_ context.Context, cmd state.Command) error {
+			mu.Lock()
+			defer mu.Unlock()
+			switch x := cmd.(type) {
+			case *state.NodeUpsert:
+				got[x.Node.Name] = x.Node
+			case *state.NodeRemove:
+				removed = append(removed, x.Name)
+				delete(got, x.Name)
+			}
+			return nil
+		}
+		s, err := kube.NewNodeSync(ctx, c.Coordinator, "k8s", "", 0, apply, nil)
+		require.NoError(t, err)
+		defer s.Close()
+		check := func(cond func() bool, msg string) {
+			t.Helper()
+			require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return cond() }, 20*time.Second, 20*time.Millisecond, msg)
+		}
+		check(func() bool { return len(got) == 3 }, "three nodes upserted")
+
+		require.NoError(t, c.StopNode(ctx, "gpu-b"))
+		check(func() bool { return got["gpu-b"] != nil && got["gpu-b"].State == structs.NodeNotReady }, "gpu-b not-ready")
+		mu.Lock()
+		assert.Equal(t, structs.NodeReady, got["gpu-a"].State)
+		mu.Unlock()
+		// The Node as the API server has it now converts the same way.
+		nb, err := c.Coordinator.CoreV1().Nodes().Get(ctx, "gpu-b", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, structs.NodeNotReady, kube.NodeFromK8s(nb, "k8s").State)
+
+		require.NoError(t, c.Admin.CoreV1().Nodes().Delete(ctx, "cpu-a", metav1.DeleteOptions{}))
+		check(func() bool { return slices.Contains(removed, "cpu-a") && got["cpu-a"] == nil }, "cpu-a removed")
+	})
+}
