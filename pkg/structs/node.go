@@ -97,4 +97,9 @@ type Cluster struct {
 	Name    ClusterID `json:"name"`
 	Backend string    `json:"backend"`         // "local" or "kubernetes"
 	Redis   string    `json:"redis,omitempty"` // host:port of its dataset cache
+	// Kubeconfig and Namespace, for a kubernetes cluster: the kubeconfig
+	// file every server reaches it with ("" = in-cluster) and the namespace
+	// of its task Pods ("" = default).
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
 }

@@ -61,11 +61,16 @@ type PoolSpec struct {
 }
 
 // ClusterSpec is a cluster: backend local (default) or kubernetes, and the
-// host:port of its Redis dataset cache, if any.
+// host:port of its Redis dataset cache, if any. A kubernetes cluster names
+// the kubeconfig file the coordinator reaches it with (on every server;
+// empty: the in-cluster service account) and the namespace of its task
+// Pods (default "default"); a local one names neither.
 type ClusterSpec struct {
-	Name    ClusterID `json:"name"`
-	Backend string    `json:"backend,omitempty"`
-	Redis   string    `json:"redis,omitempty"`
+	Name       ClusterID `json:"name"`
+	Backend    string    `json:"backend,omitempty"`
+	Redis      string    `json:"redis,omitempty"`
+	Kubeconfig string    `json:"kubeconfig,omitempty"`
+	Namespace  string    `json:"namespace,omitempty"`
 }
 
 // ClusterConfigSpec is a whole deployment in one YAML file, as the local
@@ -342,13 +347,22 @@ func (s *ClusterSpec) convert(p string) (*Cluster, error) {
 	if err := ValidateObjectName(at(p, "name"), string(s.Name)); err != nil {
 		return nil, err
 	}
-	c := &Cluster{Name: s.Name, Backend: s.Backend, Redis: s.Redis}
+	c := &Cluster{Name: s.Name, Backend: s.Backend, Redis: s.Redis, Kubeconfig: s.Kubeconfig, Namespace: s.Namespace}
 	switch s.Backend {
 	case "":
 		c.Backend = "local"
 	case "local", "kubernetes":
 	default:
 		return nil, bad(at(p, "backend"), s.Backend, "use local or kubernetes")
+	}
+	if c.Backend == "local" && s.Kubeconfig != "" {
+		return nil, bad(at(p, "kubeconfig"), s.Kubeconfig, "only a kubernetes cluster has one: give backend: kubernetes, or no kubeconfig")
+	}
+	if c.Backend == "local" && s.Namespace != "" {
+		return nil, bad(at(p, "namespace"), s.Namespace, "only a kubernetes cluster has one: give backend: kubernetes, or no namespace")
+	}
+	if s.Namespace != "" && len(validation.IsDNS1123Label(s.Namespace)) > 0 {
+		return nil, bad(at(p, "namespace"), s.Namespace, "use a Kubernetes namespace name (lowercase letters, digits and '-', at most 63)")
 	}
 	if s.Redis != "" {
 		host, port, err := net.SplitHostPort(s.Redis)
