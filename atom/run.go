@@ -220,7 +220,7 @@ func run(c *cli.Context) error {
 	// child's status.
 	unmount() // the mount's helper process is atom's, not a leftover of the job
 	if reaper != nil {
-		if n := reap.KillDescendants(); n > 0 {
+		if n := reap.KillDescendants(time.Second); n > 0 {
 			fmt.Fprintf(os.Stderr, "atom: the job ended; killed %d process(es) it left behind\n", n)
 		}
 	}

@@ -5,16 +5,22 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
-// KillDescendants sends SIGKILL to every live descendant of this process
-// and returns how many it signalled. atom calls it once its job has
-// ended, as the kernel does to a container's processes when its PID 1
-// exits: orphans a job left behind (in other process groups or sessions,
-// which a group kill misses) re-parented to atom, the subreaper, so they
-// are found here.
-func KillDescendants() int {
+// KillDescendants sends SIGKILL to every descendant of this process still
+// alive after settle (those about to end on their own, such as mpirun's
+// launch agents finishing, are let go) and returns how many it signalled.
+// atom calls it once its job has ended, as the kernel does to a
+// container's processes when its PID 1 exits: orphans a job left behind
+// (in other process groups or sessions, which a group kill misses)
+// re-parented to atom, the subreaper, so they are found here.
+func KillDescendants(settle time.Duration) int {
 	self := os.Getpid()
+	deadline := time.Now().Add(settle)
+	for len(descendants(self)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	n := 0
 	for _, pid := range descendants(self) {
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
