@@ -56,7 +56,13 @@ type Config struct {
 	// PluginDir, if set, is passed to every task as ATOM_PLUGIN_DIR: where
 	// atom finds external job-type plugins (atom-plugin-KIND).
 	PluginDir string
-	Logger    *slog.Logger
+	// KubeImage is the image of a kubernetes cluster's task Pods whose
+	// job names none; KubeHeartbeatPods makes the coordinator heartbeat
+	// for every Running task Pod, for clusters where no atom runs inside
+	// them (kwok's, in tests).
+	KubeImage         string
+	KubeHeartbeatPods bool
+	Logger            *slog.Logger
 }
 
 // Daemon is a running coordinator process.
@@ -65,6 +71,7 @@ type Daemon struct {
 	URL     string // this server's API
 	httpSrv *http.Server
 	backend *LocalBackend
+	kube    func() // closes the kubernetes backends
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -132,15 +139,23 @@ func Start(cfg Config) (*Daemon, error) {
 	if lb.Grace <= 0 {
 		lb.Grace = server.DefaultStopGrace
 	}
-	srv.SetBackend(lb)
+	ctx, cancel := context.WithCancel(context.Background())
+	be, followNodes, closeKube, err := startKube(ctx, cfg.Cluster, srv, lb, retryApply(fw), strings.Join(addrs, ","), ttl/3, cfg, log)
+	if err != nil {
+		cancel()
+		lb.Close()
+		_ = srv.Shutdown()
+		ln.Close()
+		return nil, err
+	}
+	srv.SetBackend(be)
 
 	mux := http.NewServeMux()
 	fw.internal(mux)
 	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
 	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, cfg.Server.ID)}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	ctx, cancel := context.WithCancel(context.Background())
-	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, cancel: cancel, done: make(chan struct{})}
+	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, kube: closeKube, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -151,10 +166,15 @@ func Start(cfg Config) (*Daemon, error) {
 	// API own nodes, pools and quotas, and a restart with the same flags
 	// must not undo what an admin changed since.
 	switch {
+	// Kubernetes clusters' nodes are followed once the clusters exist.
 	case cfg.Cluster != nil && srv.Bootstrapped():
-		go applyCluster(ctx, fw, cfg.Cluster, log)
+		go func() {
+			applyCluster(ctx, fw, cfg.Cluster, log)
+			followNodes()
+		}()
 	case cfg.Cluster != nil:
 		log.Info("cluster config not applied: this server did not start a new cluster (change nodes, pools and quotas with the CLI or API)")
+		go followNodes()
 	}
 	log.Info("coordinator serving", "id", cfg.Server.ID, "api", url, "raft", srv.RaftAddr())
 	return d, nil
@@ -168,6 +188,7 @@ func (d *Daemon) Close() error {
 	defer cancel()
 	_ = d.httpSrv.Shutdown(ctx)
 	<-d.done
+	d.kube()
 	err := d.Server.Shutdown()
 	d.backend.Close()
 	return err

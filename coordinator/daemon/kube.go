@@ -1,0 +1,168 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// kubeQPS and kubeBurst are each cluster client's rate limits: client-go's
+// own 5 and 10 would throttle a leader starting hundreds of Pods.
+const (
+	kubeQPS   = 500
+	kubeBurst = 1000
+)
+
+// router is the server's backend when kubernetes clusters are configured:
+// a task goes to its node's cluster's backend, the local one otherwise.
+type router struct {
+	srv   *server.Server
+	local server.Backend
+	kube  map[structs.ClusterID]*kube.Backend
+}
+
+// clusterOf returns the backend of the cluster task id's node (or, for
+// Start, node) belongs to.
+func (r *router) backendFor(node structs.NodeID, id structs.TaskID) server.Backend {
+	var c structs.ClusterID
+	r.srv.Read(func(s *state.State) {
+		if node == "" {
+			if t := s.Tasks[id]; t != nil {
+				node = t.Node
+			}
+		}
+		if n := s.Nodes[node]; n != nil {
+			c = n.Cluster
+		}
+	})
+	if b := r.kube[c]; b != nil {
+		return b
+	}
+	return r.local
+}
+
+func (r *router) Start(t *structs.Task, j *structs.Job, token string) error {
+	return r.backendFor(t.Node, t.ID).Start(t, j, token)
+}
+
+func (r *router) Stop(id structs.TaskID, grace time.Duration) error {
+	return r.backendFor("", id).Stop(id, grace)
+}
+
+// kubeClient connects to cluster c as its kubeconfig says (in-cluster
+// without one).
+func kubeClient(c *structs.Cluster) (kubernetes.Interface, error) {
+	var rc *rest.Config
+	var err error
+	if c.Kubeconfig == "" {
+		rc, err = rest.InClusterConfig()
+	} else {
+		rc, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: kubeconfig %q: %w", c.Name, c.Kubeconfig, err)
+	}
+	rc.QPS, rc.Burst = kubeQPS, kubeBurst
+	return kubernetes.NewForConfig(rc)
+}
+
+// startKube starts a backend for every kubernetes cluster of cc and
+// returns the router over them and lb, with a function that follows their
+// Nodes into the state (to call once the clusters exist in it) and one
+// that closes them all. Without kubernetes clusters it returns lb.
+func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Server, lb *LocalBackend, apply kube.ApplyFunc,
+	coordinators string, every time.Duration, cfg Config, log *slog.Logger) (server.Backend, func(), func(), error) {
+	r := &router{srv: srv, local: lb, kube: map[structs.ClusterID]*kube.Backend{}}
+	var mu sync.Mutex
+	var syncs []*kube.NodeSync
+	closeAll := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range syncs {
+			s.Close()
+		}
+		for _, b := range r.kube {
+			b.Close()
+		}
+	}
+	if cc == nil {
+		return lb, func() {}, closeAll, nil
+	}
+	clients := map[structs.ClusterID]kubernetes.Interface{}
+	for i := range cc.Clusters {
+		c := &cc.Clusters[i]
+		if c.Backend != "kubernetes" {
+			continue
+		}
+		client, err := kubeClient(c)
+		if err != nil {
+			closeAll()
+			return nil, nil, nil, err
+		}
+		kc := kube.Config{Cluster: c.Name, Client: client, Namespace: c.Namespace, Coordinator: coordinators,
+			Heartbeat: every, Grace: lb.Grace, Image: cfg.KubeImage, PluginDir: cfg.PluginDir, Log: log,
+			Resync: 5 * time.Minute, TokenOf: func(id structs.TaskID) (tok string) {
+				srv.Read(func(s *state.State) { tok = s.Tokens[id] })
+				return tok
+			}}
+		if cfg.KubeHeartbeatPods {
+			kc.Beat = every
+		}
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		b, err := kube.New(sctx, kc, srv)
+		cancel()
+		if err != nil {
+			closeAll()
+			return nil, nil, nil, err
+		}
+		r.kube[c.Name] = b
+		clients[c.Name] = client
+	}
+	if len(r.kube) == 0 {
+		return lb, func() {}, closeAll, nil
+	}
+	follow := func() {
+		for name, client := range clients {
+			s, err := kube.NewNodeSync(ctx, client, name, "", 5*time.Minute, apply, log)
+			if err != nil {
+				log.Error("kubernetes nodes not followed", "cluster", name, "err", err)
+				continue
+			}
+			mu.Lock()
+			syncs = append(syncs, s)
+			mu.Unlock()
+		}
+	}
+	return r, follow, closeAll, nil
+}
+
+// retryApply applies a command through whoever leads, retrying what may
+// succeed later (no leader yet) until ctx ends; a refusal is returned.
+func retryApply(fw *forwarder) kube.ApplyFunc {
+	return func(ctx context.Context, c state.Command) error {
+		for {
+			_, err := fw.Apply(ctx, c)
+			var remote *remoteError
+			if err == nil || errors.As(err, &remote) || errors.Is(err, state.ErrInvalid) || errors.Is(err, state.ErrNotFound) || ctx.Err() != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
