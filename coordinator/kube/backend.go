@@ -92,7 +92,7 @@ type Backend struct {
 
 	mu       sync.Mutex
 	tokens   map[structs.TaskID]string
-	stopped  map[structs.TaskID]bool            // Stop called: the deletion is atom's own
+	stopped  map[structs.TaskID]bool              // Stop called: the deletion is atom's own
 	reported map[structs.TaskID]structs.TaskState // last state reported per task
 }
 
