@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s demo gpu-check deps-cache bench-fuse
+.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s demo gpu-check deps-cache bench-fuse chaos
 
 all: build
 
@@ -96,6 +96,18 @@ deps-cache:
 bench-fuse: deps deps-cache
 	$(GO) build -o bin/atom ./atom
 	$(GO) run ./test/benchfuse --atom bin/atom
+
+# The fault and load suite (test/chaos): three coordinator servers and the
+# local backend for CHAOS_DURATION while four clients submit, cancel and
+# scale and the suite kills the leader, pauses a follower, kills atoms and
+# cuts a server off; then it checks every promise, prints the figures as
+# key=value lines and exits 1 if one broke. make test runs a short version.
+CHAOS_DURATION ?= 3m
+chaos: deps
+	$(GO) build -o bin/coordinator ./coordinator
+	$(GO) build -o bin/atom ./atom
+	$(GO) build -o bin/atom-chaos ./test/chaos/cmd/chaos
+	./bin/atom-chaos --bin bin --duration $(CHAOS_DURATION)
 
 # The main job end to end, narrated: three coordinator servers, a local
 # cluster of simulated nodes, an MPI job, a service, preemption, quota, a
