@@ -126,7 +126,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		"release: CPU node":      {"admin", "POST", "/v1/nodes/c1/release", `{"accelerators": [0]}`, 400, "node c1 has no accelerators", nil},
 		"cluster: bad backend":   {"admin", "PUT", "/v1/clusters/remote", `{name: remote, backend: nomad}`, 400, `backend "nomad" is not allowed: use local or kubernetes`, nil},
 		"cluster: bad redis":     {"admin", "PUT", "/v1/clusters/remote", `{name: remote, redis: nohost}`, 400, "redis", nil},
-		"cluster: unknown field": {"admin", "PUT", "/v1/clusters/remote", `{name: remote, kubeconfig: /x}`, 400, "kubeconfig is not a known field", nil},
+		"cluster: unknown field": {"admin", "PUT", "/v1/clusters/remote", `{name: remote, masterURL: /x}`, 400, "masterURL is not a known field", nil},
 		"cluster: name mismatch": {"admin", "PUT", "/v1/clusters/remote", `{name: other}`, 400, "does not match", nil},
 		"cluster: uppercase":     {"admin", "PUT", "/v1/clusters/Remote", `{name: Remote}`, 400, "cluster name", nil},
 		"cluster: too long":      {"admin", "PUT", "/v1/clusters/" + long, `{name: ` + long + `}`, 400, "cluster name", nil},
