@@ -40,8 +40,9 @@ cat >"$work/cluster.yaml" <<EOT
 clusters: [{name: local, backend: local}]
 nodes:
   - {name: gpu-1, cpu: "8", memory: 16Gi, accelerators: {type: $model, count: $n}}
+  - {name: cpu-1, cpu: "4", memory: 8Gi}
 quotas:
-  - {scope: "user:dev", limits: {cpu: "8", memory: 16Gi, gpu/$model: $n}}
+  - {scope: "user:dev", limits: {cpu: "12", memory: 24Gi, gpu/$model: $n}}
 EOT
 cat >"$work/job.yaml" <<EOT
 kind: command
@@ -60,7 +61,7 @@ EOT
 dev=$!
 trap 'kill $dev 2>/dev/null; wait $dev 2>/dev/null' EXIT
 export ATOM_ADDR=http://127.0.0.1:7399 ATOM_TOKEN=$tok
-for _ in $(seq 100); do "$BIN/coordinator" node list >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 100); do "$BIN/coordinator" node list 2>/dev/null | grep -q cpu-1 && break; sleep 0.1; done
 "$BIN/coordinator" job submit -f "$work/job.yaml" --wait || fail "submit"
 id=$("$BIN/coordinator" job list -o json | sed -n 's/.*"id": *"\(nvml-[a-z0-9]*\)".*/\1/p' | head -1)
 for _ in $(seq 100); do
@@ -74,7 +75,7 @@ echo "$logs"
 [ "$state" = Succeeded ] || fail "job $id ended $state"
 echo "$logs" | grep -q '^uuids=GPU-.* cuda=GPU-' || fail "the job did not see ATOM_GPU_UUIDS and CUDA_VISIBLE_DEVICES"
 
-echo "== 4. a CPU job on the same GPU host: passes the preflight, sees no GPU"
+echo "== 4. a CPU job (node cpu-1, the same GPU host): passes the preflight, sees no GPU"
 "$BIN/coordinator" job submit -f "$work/cpu.yaml" --wait || fail "submit cpu"
 cid=$("$BIN/coordinator" job list -o json | sed -n 's/.*"id": *"\(cpu-[a-z0-9]*\)".*/\1/p' | head -1)
 for _ in $(seq 100); do
