@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/atom-sched/atom/coordinator/taskenv"
 
 	"github.com/atom-sched/atom/coordinator/local"
 	"github.com/atom-sched/atom/coordinator/state"
@@ -96,7 +96,7 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 	for k, v := range j.Env {
 		env[k] = v
 	}
-	for k, v := range TaskEnv(t, j, b.addr, token) {
+	for k, v := range taskenv.Env(t, j, b.addr, token) {
 		env[k] = v
 	}
 	env["ATOM_HEARTBEAT"] = b.every.String()
@@ -113,41 +113,10 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 			env["ATOM_SIMULATED_GPU_FAULTS"] = f
 		}
 	}
-	if spec, err := json.Marshal(JobSpecEnv(j)); err == nil {
+	if spec, err := json.Marshal(taskenv.JobSpec(j)); err == nil {
 		env["ATOM_JOB_SPEC"] = string(spec)
 	}
 	return b.run.Start(context.Background(), local.Launch{TaskID: string(t.ID), JobID: string(j.ID), Attempt: t.Attempt, Command: cmd, Env: env})
-}
-
-// TaskEnv is the environment atom reads its allocation from.
-func TaskEnv(t *structs.Task, j *structs.Job, addr, token string) map[string]string {
-	var accels []string
-	for _, i := range t.Accels.Indices() {
-		accels = append(accels, strconv.Itoa(i))
-	}
-	return map[string]string{
-		"ATOM_COORDINATOR":  addr,
-		"ATOM_JOB_ID":       string(j.ID),
-		"ATOM_JOB_KIND":     string(j.Kind),
-		"ATOM_TASK_ID":      string(t.ID),
-		"ATOM_TOKEN":        token,
-		"ATOM_REPLICA":      strconv.Itoa(t.Index),
-		"ATOM_REPLICAS":     strconv.Itoa(j.ShapeAt(j.Shape).Replicas),
-		"ATOM_ATTEMPT":      strconv.Itoa(t.Attempt),
-		"ATOM_NODE":         string(t.Node),
-		"ATOM_ACCEL_TYPE":   t.Resources.AccelType,
-		"ATOM_ACCELERATORS": strings.Join(accels, ","),
-		"ATOM_CPU_MILLI":    strconv.FormatInt(t.Resources.MilliCPU, 10),
-		"ATOM_MEMORY_BYTES": strconv.FormatInt(t.Resources.Memory, 10),
-	}
-}
-
-// JobSpecEnv is what ATOM_JOB_SPEC carries: the job as accepted, without
-// its status or its env (which the task has already).
-func JobSpecEnv(j *structs.Job) *structs.Job {
-	return &structs.Job{ID: j.ID, Name: j.Name, Kind: j.Kind, Owner: j.Owner, Project: j.Project,
-		Priority: j.Priority, Image: j.Image, Command: j.Command, Args: j.Args, Replicas: j.Replicas,
-		Resources: j.Resources, MPI: j.MPI, Spark: j.Spark}
 }
 
 // Stop stops task id's process: SIGTERM to its first process (atom, or

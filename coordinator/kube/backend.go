@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/atom-sched/atom/coordinator/taskenv"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -315,7 +317,7 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
 			vals[k] = v
 		}
 	}
-	maps.Copy(vals, TaskEnv(t, j, b.cfg.Coordinator, ""))
+	maps.Copy(vals, taskenv.Env(t, j, b.cfg.Coordinator, ""))
 	delete(vals, "ATOM_TOKEN")
 	if b.cfg.Heartbeat > 0 {
 		vals["ATOM_HEARTBEAT"] = b.cfg.Heartbeat.String()
@@ -323,7 +325,7 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
 	if b.cfg.PluginDir != "" {
 		vals["ATOM_PLUGIN_DIR"] = b.cfg.PluginDir
 	}
-	if spec, err := json.Marshal(JobSpecEnv(j)); err == nil {
+	if spec, err := json.Marshal(taskenv.JobSpec(j)); err == nil {
 		vals["ATOM_JOB_SPEC"] = string(spec)
 	}
 	vals["ATOM_LAUNCH_LISTEN"] = "0.0.0.0:" + strconv.Itoa(LaunchPort)
@@ -342,35 +344,4 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
 		field("ATOM_POD_NAME", "metadata.name"),
 		field("ATOM_NAMESPACE", "metadata.namespace"),
 	)
-}
-
-// TaskEnv is the environment atom reads its allocation from: the same as
-// the local backend's (coordinator/daemon.TaskEnv; a test keeps them equal).
-func TaskEnv(t *structs.Task, j *structs.Job, addr, token string) map[string]string {
-	var accels []string
-	for _, i := range t.Accels.Indices() {
-		accels = append(accels, strconv.Itoa(i))
-	}
-	return map[string]string{
-		"ATOM_COORDINATOR":  addr,
-		"ATOM_JOB_ID":       string(j.ID),
-		"ATOM_JOB_KIND":     string(j.Kind),
-		"ATOM_TASK_ID":      string(t.ID),
-		"ATOM_TOKEN":        token,
-		"ATOM_REPLICA":      strconv.Itoa(t.Index),
-		"ATOM_REPLICAS":     strconv.Itoa(j.ShapeAt(j.Shape).Replicas),
-		"ATOM_ATTEMPT":      strconv.Itoa(t.Attempt),
-		"ATOM_NODE":         string(t.Node),
-		"ATOM_ACCEL_TYPE":   t.Resources.AccelType,
-		"ATOM_ACCELERATORS": strings.Join(accels, ","),
-		"ATOM_CPU_MILLI":    strconv.FormatInt(t.Resources.MilliCPU, 10),
-		"ATOM_MEMORY_BYTES": strconv.FormatInt(t.Resources.Memory, 10),
-	}
-}
-
-// JobSpecEnv is what ATOM_JOB_SPEC carries (coordinator/daemon.JobSpecEnv).
-func JobSpecEnv(j *structs.Job) *structs.Job {
-	return &structs.Job{ID: j.ID, Name: j.Name, Kind: j.Kind, Owner: j.Owner, Project: j.Project,
-		Priority: j.Priority, Image: j.Image, Command: j.Command, Args: j.Args, Replicas: j.Replicas,
-		Resources: j.Resources, MPI: j.MPI, Spark: j.Spark}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -53,16 +52,6 @@ func TestPriorityClass(t *testing.T) {
 	assert.Equal(t, "atom-high", kube.PriorityClass(structs.PriorityHigh))
 	assert.Equal(t, "atom-normal", kube.PriorityClass(structs.PriorityNormal))
 	assert.Equal(t, "atom-low", kube.PriorityClass(structs.PriorityLow))
-}
-
-// TestTaskEnvSameAsLocal keeps the Pods' ATOM_* environment the same as
-// the local backend's.
-func TestTaskEnvSameAsLocal(t *testing.T) {
-	j := &structs.Job{ID: "j1", Kind: structs.KindMPI, Owner: "u", Replicas: 3, Image: "img", Command: []string{"x"},
-		Resources: structs.Resources{MilliCPU: 1500, Memory: 1 << 30, AccelType: "H100", Accels: 2}}
-	task := &structs.Task{ID: "j1-2-a0", Job: "j1", Index: 2, Node: "n1", Resources: j.Resources, Accels: 0b1100}
-	assert.Equal(t, daemon.TaskEnv(task, j, "http://c:1", "tok"), kube.TaskEnv(task, j, "http://c:1", "tok"))
-	assert.Equal(t, daemon.JobSpecEnv(j), kube.JobSpecEnv(j))
 }
 
 func TestPodWithoutImage(t *testing.T) {

@@ -1,0 +1,45 @@
+// Package taskenv is the environment every backend gives a task's atom:
+// its allocation as ATOM_* variables and the job as accepted
+// (ATOM_JOB_SPEC). The local and Kubernetes backends share it, so a job
+// sees the same variables wherever it runs.
+package taskenv
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Env is the environment atom reads its allocation from; addr lists every
+// coordinator server (comma-separated).
+func Env(t *structs.Task, j *structs.Job, addr, token string) map[string]string {
+	var accels []string
+	for _, i := range t.Accels.Indices() {
+		accels = append(accels, strconv.Itoa(i))
+	}
+	return map[string]string{
+		"ATOM_COORDINATOR":  addr,
+		"ATOM_JOB_ID":       string(j.ID),
+		"ATOM_JOB_KIND":     string(j.Kind),
+		"ATOM_TASK_ID":      string(t.ID),
+		"ATOM_TOKEN":        token,
+		"ATOM_REPLICA":      strconv.Itoa(t.Index),
+		"ATOM_REPLICAS":     strconv.Itoa(j.ShapeAt(j.Shape).Replicas),
+		"ATOM_ATTEMPT":      strconv.Itoa(t.Attempt),
+		"ATOM_NODE":         string(t.Node),
+		"ATOM_ACCEL_TYPE":   t.Resources.AccelType,
+		"ATOM_ACCELERATORS": strings.Join(accels, ","),
+		"ATOM_CPU_MILLI":    strconv.FormatInt(t.Resources.MilliCPU, 10),
+		"ATOM_MEMORY_BYTES": strconv.FormatInt(t.Resources.Memory, 10),
+	}
+}
+
+// JobSpec is what ATOM_JOB_SPEC carries: the job as accepted, without its
+// status or its env (which the task has already).
+func JobSpec(j *structs.Job) *structs.Job {
+	return &structs.Job{ID: j.ID, Name: j.Name, Kind: j.Kind, Owner: j.Owner, Project: j.Project,
+		Priority: j.Priority, Image: j.Image, Command: j.Command, Args: j.Args, Replicas: j.Replicas,
+		Resources: j.Resources, MPI: j.MPI, Spark: j.Spark,
+		CacheMountPath: j.CacheMountPath, Datasets: j.Datasets}
+}
