@@ -73,10 +73,12 @@ type Store interface {
 // Raft follower, or a leader still catching up): Lagging reports whether
 // it does now. What such a server does not know may exist already: the
 // API passes the heartbeat of a task it does not know to Store.Heartbeat,
-// which takes it to the leader, and before it answers that a job is not
-// found it calls CatchUp, which returns once the server has applied
-// everything the leader had applied when it was called (an error when it
-// cannot: no leader, cut off, ctx ended).
+// which takes it to the leader. Before it answers that a job or task is
+// not known it calls CatchUp, which returns once the server has applied
+// everything the leader had applied when it was called; on a leader, once
+// a quorum has confirmed it still leads (a leader cut off may not know
+// yet that another has been elected). CatchUp returns an error when it
+// cannot (no leader, cut off, ctx ended): the API answers 503.
 type Lagging interface {
 	Lagging() bool
 	CatchUp(ctx context.Context) error

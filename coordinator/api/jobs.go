@@ -142,9 +142,9 @@ func (s *server) listJobs(_ http.ResponseWriter, r *http.Request, c caller) (int
 	return http.StatusOK, out, nil
 }
 
-// jobStatus reads job id and its tasks if c may see it. A server whose
-// state lags (a follower) that does not have the job catches up with the
-// leader before it says not found: the job may have been accepted through
+// jobStatus reads job id and its tasks if c may see it. A server that
+// does not have the job catches up with the leader (Lagging.CatchUp)
+// before it says not found: the job may have been accepted through
 // another server a moment ago, and a 404 would tell the client it does
 // not exist (found by make chaos: a follower just back from a cut refused
 // to cancel an acknowledged job). It says retry (503) when it cannot
@@ -152,7 +152,7 @@ func (s *server) listJobs(_ http.ResponseWriter, r *http.Request, c caller) (int
 func (s *server) jobStatus(ctx context.Context, id structs.JobID, c caller) (*wire.JobStatus, error) {
 	js, err := s.readJobStatus(id, c)
 	l, ok := s.store.(Lagging)
-	if err == nil || !ok || !l.Lagging() {
+	if err == nil || !ok {
 		return js, err
 	}
 	if cerr := l.CatchUp(ctx); cerr != nil {

@@ -107,3 +107,29 @@ func TestLaggingFollowerCatchesUpBeforeNotFound(t *testing.T) {
 	status, _ = do(t, fe, e.Tokens["u1"], "GET", "/v1/jobs/nope-1", "")
 	assert.Equal(t, http.StatusNotFound, status)
 }
+
+// deposed is a leader cut off from the others that does not know yet that
+// another has been elected: it cannot confirm it leads.
+type deposed struct{ *apitest.Store }
+
+func (deposed) Lagging() bool                 { return false }
+func (deposed) CatchUp(context.Context) error { return errors.New("leadership lost") }
+
+// A leader answers that a task or job is not known only once a quorum has
+// confirmed it still leads; a deposed one that does not know it yet says
+// retry, since the task may have been placed by its successor.
+func TestDeposedLeaderDoesNotRefuseWhatItDoesNotKnow(t *testing.T) {
+	t.Parallel()
+	e := apitest.NewEnv(t, "")
+	submit(t, e, "u1", "batch-1", lowSpec)
+	e.Store.Schedule(t, apitest.T0)
+	task := e.Store.Tasks("batch-1")[0]
+	srv := httptest.NewServer(api.New(deposed{apitest.NewStore()}, api.Config{Tokens: api.TokenFile{Users: []api.User{{Name: "u1", Token: e.Tokens["u1"]}}}}))
+	t.Cleanup(srv.Close)
+	d := &apitest.Env{Server: srv}
+	status, body := do(t, d, e.Store.Tokens()[task.ID], "POST", "/v1/tasks/"+string(task.ID)+"/heartbeat", `{"state": "Succeeded"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Contains(t, errMsg(t, body), "cannot confirm it leads (leadership lost): retry")
+	status, _ = do(t, d, e.Tokens["u1"], "GET", "/v1/jobs/batch-1", "")
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+}

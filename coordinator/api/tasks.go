@@ -51,11 +51,6 @@ func errBadTaskToken(id structs.TaskID) error {
 	return errorf(http.StatusUnauthorized, "the token is not an allocation token of task %s or its job: use the task's own allocation token (user tokens are not accepted)", trunc(string(id)))
 }
 
-// lagging reports whether this server's state may lag the cluster's.
-func (s *server) lagging() bool {
-	l, ok := s.store.(Lagging)
-	return ok && l.Lagging()
-}
 
 // heartbeat: POST /v1/tasks/{id}/heartbeat, authenticated only by the
 // task's own allocation token. The body is a task event (state Running,
@@ -71,9 +66,20 @@ func (s *server) heartbeat(_ http.ResponseWriter, r *http.Request, _ caller) (in
 	if !ok {
 		return 0, nil, errNoTaskToken
 	}
-	switch auth, t, _ := s.checkTaskToken(id, tok); {
-	case auth == tokenNone && t == nil && s.lagging():
-		// Not known here yet: Store.Heartbeat asks the leader.
+	auth, t, _ := s.checkTaskToken(id, tok)
+	passOn := false
+	if l, ok := s.store.(Lagging); ok && auth == tokenNone && t == nil {
+		switch {
+		case l.Lagging():
+			passOn = true // not known here yet: Store.Heartbeat asks the leader
+		default:
+			if err := l.CatchUp(r.Context()); err != nil { // a leader that may have been deposed
+				return 0, nil, errorf(http.StatusServiceUnavailable, "task %s is not known to this server, which cannot confirm it leads (%v): retry", trunc(string(id)), err)
+			}
+		}
+	}
+	switch {
+	case passOn:
 	case auth == tokenNone:
 		return 0, nil, errBadTaskToken(id)
 	case auth == tokenSibling:

@@ -55,10 +55,11 @@ func (f *forwarder) Lagging() bool { return !f.srv.Authoritative() }
 const catchUpWait = 2 * time.Second
 
 // CatchUp asks the leader for its applied index and waits until this
-// server has applied as much (api.Lagging).
+// server has applied as much; on the leader it confirms with a quorum
+// that it still leads (api.Lagging).
 func (f *forwarder) CatchUp(ctx context.Context) error {
 	if f.srv.Authoritative() {
-		return nil
+		return f.srv.VerifyLeader(ctx)
 	}
 	lid, _ := f.srv.Leader()
 	url, ok := f.peers[lid]

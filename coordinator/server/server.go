@@ -320,6 +320,16 @@ func (s *Server) Authoritative() bool {
 	return s.live != nil && s.IsLeader()
 }
 
+// VerifyLeader confirms with a quorum that this server still leads: a
+// leader cut off from the others may not know yet that another has been
+// elected. It returns a *NotLeaderError when it does not lead.
+func (s *Server) VerifyLeader(ctx context.Context) error {
+	if err := s.wait(ctx, s.raft.VerifyLeader()); err != nil {
+		return fmt.Errorf("verify leadership: %w", s.mapRaftErr(err))
+	}
+	return nil
+}
+
 // Leader returns the current leader's ID and Raft address, or empty
 // strings when none is known.
 func (s *Server) Leader() (id, addr string) {
