@@ -213,17 +213,25 @@ func (f *faults) cutServer(ctx context.Context) {
 }
 
 // watchProcs samples the run's processes every period until ctx ends and
-// records any task that runs twice: two atom processes that are both
-// alive in two samples in a row (a process atom has just forked shows
-// atom's command line until it execs, so one sample is not enough).
+// records any task that runs twice: two atom processes, neither the
+// other's child, both alive in two samples in a row. (A process atom has
+// just forked shows atom's command line until it execs its own program:
+// that is atom's child, not a second atom.)
 func (f *faults) watchProcs(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	prev := map[string]map[int]bool{}
 	for {
 		seen := map[string]map[int]bool{}
-		for _, p := range taskProcs(f.run, f.atomBin()) {
-			if p.atom && p.task != "" {
+		procs := taskProcs(f.run, f.atomBin())
+		atoms := map[int]bool{}
+		for _, p := range procs {
+			if p.atom {
+				atoms[p.pid] = true
+			}
+		}
+		for _, p := range procs {
+			if p.atom && p.task != "" && !atoms[p.ppid] {
 				if seen[p.task] == nil {
 					seen[p.task] = map[int]bool{}
 				}

@@ -12,9 +12,9 @@ import (
 // runs. Every job the suite submits carries CHAOS_RUN=<run ID> in its env,
 // which atom and its children inherit.
 type proc struct {
-	pid  int
-	task string // ATOM_TASK_ID
-	atom bool   // `atom run` itself (else a child of it)
+	pid, ppid int
+	task      string // ATOM_TASK_ID
+	atom      bool   // `atom run` itself (else a child of it)
 }
 
 // taskProcs lists the live processes of run's tasks (zombies excluded).
@@ -34,12 +34,16 @@ func taskProcs(run, atomBin string) []proc {
 		if err != nil || !bytes.Contains(env, marker) {
 			continue
 		}
+		p := proc{pid: pid}
 		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+			i := bytes.LastIndexByte(stat, ')')
+			f := bytes.Fields(stat[i+1:])
+			if i < 0 || len(f) < 2 || f[0][0] == 'Z' {
 				continue
 			}
+			p.ppid, _ = strconv.Atoi(string(f[1]))
 		}
-		p := proc{pid: pid}
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			if v, ok := bytes.CutPrefix(kv, []byte("ATOM_TASK_ID=")); ok {
 				p.task = string(v)
