@@ -51,7 +51,6 @@ func errBadTaskToken(id structs.TaskID) error {
 	return errorf(http.StatusUnauthorized, "the token is not an allocation token of task %s or its job: use the task's own allocation token (user tokens are not accepted)", trunc(string(id)))
 }
 
-
 // heartbeat: POST /v1/tasks/{id}/heartbeat, authenticated only by the
 // task's own allocation token. The body is a task event (state Running,
 // Succeeded or Failed); it answers what the coordinator wants of the task.
