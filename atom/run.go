@@ -66,6 +66,11 @@ type process interface {
 //	      ▼
 //	child exits ─▶ report Succeeded/Failed(code) ─▶ exit with the child's status
 func run(c *cli.Context) error {
+	// Signals are caught first, so a stop that comes while atom starts up
+	// (a task preempted at once) is handled, not fatal to atom.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// 1. Allocation.
 	a, err := readAllocation(c)
@@ -115,10 +120,7 @@ func run(c *cli.Context) error {
 	unmount := sync.OnceFunc(mounted)
 	defer unmount()
 
-	// 3. Heartbeat from here on; signals are caught first so none is lost.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
+	// 3. Heartbeat from here on.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	hb := make(chan error, 1)
