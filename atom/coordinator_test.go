@@ -243,7 +243,10 @@ func TestFailedPreflightQuarantines(t *testing.T) {
 	assert.Equal(t, "replica 0 failed with exit code 3: "+nvml+" (nothing quarantined: the job failed preflight on 3 allocations already, so the job itself is suspect)", job.Reason)
 	assert.Equal(t, state.MaxPreflightRequeues, job.PreflightFailures)
 	assert.Equal(t, state.MaxPreflightRequeues, job.Attempt, "one attempt per allocation, no restarts")
-	assert.Equal(t, slices.Repeat([]beat{{State: structs.TaskFailed, Exit: 3, Status: http.StatusOK}}, state.MaxPreflightRequeues+1), rec.Beats())
+	want := slices.Repeat([]beat{{State: structs.TaskFailed, Exit: 3, Status: http.StatusOK}}, state.MaxPreflightRequeues+1)
+	// The recorder notes the last report once its answer is back, which
+	// may be after the job is seen Failed.
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, rec.Beats()) }, 10*time.Second, 10*time.Millisecond, "%v", rec.Beats())
 	assert.NoFileExists(t, marker)
 
 	// Each attempt ran on an accelerator not quarantined before it; the
