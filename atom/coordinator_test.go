@@ -209,9 +209,7 @@ func TestHeartbeatsReachCoordinator(t *testing.T) {
 
 	job := waitJob(t, c, id)
 	assert.Equal(t, structs.JobSucceeded, job.State)
-	beats := rec.Beats()
-	require.NotEmpty(t, beats)
-	assert.Equal(t, beat{State: structs.TaskSucceeded, Status: http.StatusOK}, beats[len(beats)-1], "atom's final report")
+	beats := waitLastBeat(t, rec, beat{State: structs.TaskSucceeded, Status: http.StatusOK}) // atom's final report
 	for _, b := range beats[:len(beats)-1] {
 		assert.Equal(t, structs.TaskRunning, b.State)
 		assert.Contains(t, []int{http.StatusOK, http.StatusServiceUnavailable}, b.Status)
@@ -344,9 +342,20 @@ func TestReportsMoveToAnotherServer(t *testing.T) {
 		atomBin, "run", "--coordinator", dead+","+rec.URL, "--heartbeat", "100ms", "--", "sh", "-c", "exit 0")
 	job := waitJob(t, c, id)
 	assert.Equal(t, structs.JobSucceeded, job.State)
-	beats := rec.Beats()
-	require.NotEmpty(t, beats)
-	assert.Equal(t, beat{State: structs.TaskSucceeded, Status: http.StatusOK}, beats[len(beats)-1], "the final report went to the live server")
+	waitLastBeat(t, rec, beat{State: structs.TaskSucceeded, Status: http.StatusOK}) // the final report went to the live server
+}
+
+// waitLastBeat waits until the recorder's last beat is want (it notes a
+// report once its answer is back, which may be after the job is seen
+// ended) and returns the beats.
+func waitLastBeat(t *testing.T, rec *recorder, want beat) []beat {
+	t.Helper()
+	var beats []beat
+	require.Eventually(t, func() bool {
+		beats = rec.Beats()
+		return len(beats) > 0 && beats[len(beats)-1] == want
+	}, 10*time.Second, 10*time.Millisecond, "last beat %v", want)
+	return beats
 }
 
 // freeLoopback returns a loopback host:port nothing listens on.
