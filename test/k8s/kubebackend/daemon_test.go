@@ -90,12 +90,12 @@ func TestCoordinatorDrivesKubernetes(t *testing.T) {
 	}
 	assert.Len(t, nodes, 2)
 
-	// Still Running after several heartbeat TTLs (the backend heartbeats
-	// for kwok's Pods).
-	time.Sleep(4 * time.Second)
-	st, err = cl.Job(ctx, r.JobID)
-	require.NoError(t, err)
-	assert.Equal(t, structs.JobRunning, st.Job.State)
+	// Running throughout several heartbeat TTLs (the backend heartbeats
+	// for kwok's Pods): never declared lost.
+	require.Never(t, func() bool {
+		st, err := cl.Job(ctx, r.JobID)
+		return err != nil || st.Job.State != structs.JobRunning
+	}, 4*time.Second, 100*time.Millisecond, "the job stays Running past the heartbeat TTL")
 
 	_, err = cl.CancelJob(ctx, r.JobID)
 	require.NoError(t, err)
