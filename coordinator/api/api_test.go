@@ -85,6 +85,40 @@ nodes: [{name: c2, cpu: 8, memory: 16Gi}]`)
 	return e, tasks
 }
 
+// accessEnv is the access matrix's fixture: u1's service web-1 in project
+// perception, placed (two live tasks with allocation tokens, and replica
+// 1's first task, which failed and was replaced); u1's batch job prep-1,
+// placed (one task); an empty pool "spare"; an idle node c2. It returns
+// the tasks of web-1 (live replica 0, live replica 1, ended replica 1) and
+// prep-1's task.
+func accessEnv(t *testing.T) (e *apitest.Env, live0, live1, ended, foreign *structs.Task) {
+	e = apitest.NewEnv(t, "")
+	submit(t, e, "u1", "web-1", webSpec)
+	submit(t, e, "u1", "prep-1", `{kind: command, name: prep, priority: low, command: [sleep, "1"], resources: {cpu: "1"}}`)
+	cr := e.Store.Schedule(t, apitest.T0)
+	require.ElementsMatch(t, []structs.JobID{"web-1", "prep-1"}, cr.Placed)
+	e.Store.Report(t, "web-1-1-a0", structs.TaskFailed, apitest.T0)
+	cr = e.Store.Schedule(t, apitest.T0)
+	require.Equal(t, []structs.JobID{"web-1"}, cr.Placed, "the failed replica is replaced")
+	e.Store.Load(t, `
+clusters: [{name: local}]
+pools: [{name: spare, project: spare, members: [u2]}]
+nodes: [{name: c2, cpu: 8, memory: 16Gi}]`)
+	byID := map[structs.TaskID]*structs.Task{}
+	for _, j := range []structs.JobID{"web-1", "prep-1"} {
+		for _, tk := range e.Store.Tasks(j) {
+			byID[tk.ID] = tk
+		}
+	}
+	require.Len(t, byID, 4)
+	live0, live1, ended, foreign = byID["web-1-0-a0"], byID["web-1-1-a0-r1"], byID["web-1-1-a0"], byID["prep-1-0-a0"]
+	require.NotNil(t, live0)
+	require.NotNil(t, live1)
+	require.NotNil(t, foreign)
+	require.Equal(t, structs.TaskFailed, ended.State)
+	return e, live0, live1, ended, foreign
+}
+
 // The access matrix: every endpoint for every kind of caller.
 func TestAccessMatrix(t *testing.T) {
 	t.Parallel()
@@ -92,9 +126,14 @@ func TestAccessMatrix(t *testing.T) {
 	const (
 		owner, other, member, admin   caller = "owner u1", "other u2", "member m1", "admin"
 		alloc, sibling, none, garbage caller = "allocation token", "sibling's allocation token", "no token", "unknown token"
+		expired, foreign              caller = "expired token", "foreign token"
 	)
-	callers := []caller{owner, other, member, admin, alloc, sibling, none, garbage}
-	const task0, task1 = "web-1-0-a0", "web-1-1-a0"
+	callers := []caller{owner, other, member, admin, alloc, sibling, expired, foreign, none, garbage}
+	// task0 and task1 are web-1's live tasks (alloc and sibling hold their
+	// tokens); gone is replica 1's first task, which has ended (expired
+	// holds its token); foreign holds the token of a task of u1's other
+	// job prep-1.
+	const task0, task1, gone = "web-1-0-a0", "web-1-1-a0-r1", "web-1-1-a0"
 	// users: the expected status for the four users; the token callers
 	// get 401 unless listed in tok.
 	type row struct {
@@ -102,10 +141,11 @@ func TestAccessMatrix(t *testing.T) {
 		users              [4]int // owner, other, member, admin
 		tok                map[caller]int
 	}
-	const ok, created, nocontent, unauth, forbidden, notfound = 200, 201, 204, 401, 403, 404
+	const ok, created, nocontent, unauth, forbidden, notfound, conflict = 200, 201, 204, 401, 403, 404, 409
 	all := [4]int{ok, ok, ok, ok}
 	adminOnly := func(s int) [4]int { return [4]int{forbidden, forbidden, forbidden, s} }
 	jobAccess := [4]int{ok, notfound, ok, ok}
+	noUsers := [4]int{unauth, unauth, unauth, unauth}
 	rows := []row{
 		{"POST", "/v1/jobs", lowSpec, [4]int{created, created, created, created}, nil},
 		{"GET", "/v1/jobs", "", all, nil},
@@ -129,10 +169,19 @@ func TestAccessMatrix(t *testing.T) {
 		{"GET", "/v1/clusters", "", all, nil},
 		{"GET", "/v1/clusters/local", "", all, nil},
 		{"PUT", "/v1/clusters/local", `{name: local, backend: local}`, adminOnly(ok), nil},
-		{"POST", "/v1/tasks/" + task0 + "/heartbeat", `{"state": "Running"}`, [4]int{unauth, unauth, unauth, unauth},
-			map[caller]int{alloc: ok, sibling: forbidden}},
-		{"GET", "/v1/tasks/" + task0 + "/peers", "", [4]int{unauth, unauth, unauth, unauth},
-			map[caller]int{alloc: ok, sibling: ok}},
+		// A task reports with its own token only; a token of an ended task
+		// of the same job is refused like a sibling's, another job's like
+		// an unknown one.
+		{"POST", "/v1/tasks/" + task0 + "/heartbeat", `{"state": "Running"}`, noUsers,
+			map[caller]int{alloc: ok, sibling: forbidden, expired: forbidden}},
+		// An ended task's own token only learns that it must stop.
+		{"POST", "/v1/tasks/" + gone + "/heartbeat", `{"state": "Running"}`, noUsers,
+			map[caller]int{alloc: forbidden, sibling: forbidden, expired: conflict}},
+		// Peers: live tasks of the job's current attempt only.
+		{"GET", "/v1/tasks/" + task0 + "/peers", "", noUsers,
+			map[caller]int{alloc: ok, sibling: ok, expired: forbidden}},
+		{"GET", "/v1/tasks/" + gone + "/peers", "", noUsers,
+			map[caller]int{alloc: forbidden, sibling: forbidden, expired: forbidden}},
 		{"GET", "/metrics", "", all, nil},
 	}
 	for _, r := range rows {
@@ -154,13 +203,14 @@ func TestAccessMatrix(t *testing.T) {
 			}
 			t.Run(r.method+" "+r.path+"/"+string(c), func(t *testing.T) {
 				t.Parallel()
-				e, tasks := matrixEnv(t)
+				e, live0, live1, ended, theirs := accessEnv(t)
+				toks := e.Store.Tokens()
 				tok := map[caller]string{
 					owner: e.Tokens["u1"], other: e.Tokens["u2"], member: e.Tokens["m1"], admin: e.Tokens["admin"],
-					alloc: e.Store.Tokens()[tasks[0].ID], sibling: e.Store.Tokens()[tasks[1].ID],
+					alloc: toks[live0.ID], sibling: toks[live1.ID], expired: toks[ended.ID], foreign: toks[theirs.ID],
 					garbage: apitest.NewToken(),
 				}[c]
-				require.Equal(t, structs.TaskID(task1), tasks[1].ID)
+				require.Equal(t, structs.TaskID(task1), live1.ID)
 				before := e.Store.StateJSON(t)
 				status, body := do(t, e, tok, r.method, r.path, r.body)
 				assert.Equal(t, want, status, body)
