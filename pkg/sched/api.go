@@ -23,6 +23,12 @@ type Snapshot struct {
 	// ended (replicas of a gang finish one by one). Only the invariant
 	// checker reads it: they were placed with the gang. Optional.
 	Ended map[structs.JobID]int
+	// Cache says, for each cluster that has a dataset cache (a Redis),
+	// which of the pending jobs' datasets it holds completely. The
+	// leader finds out (the core does no I/O); a cluster missing here
+	// has no cache, and a dataset missing under a cluster is not held.
+	// Optional: nil means no cluster has a cache.
+	Cache map[structs.ClusterID]map[string]bool
 }
 
 // Input is what to decide about.
@@ -62,6 +68,11 @@ type Placement struct {
 	// job holds no quota (placed in a project pool, or high/low priority).
 	// When unchanged it is the job's own Charged map: read-only.
 	Charge structs.ResourceList
+	// Warm lists the job's datasets the cache of the placement's cluster
+	// lacks (Snapshot.Cache): the tasks wait until the leader has copied
+	// them there from a cluster that holds them. Empty when the cluster
+	// holds them all or has no cache.
+	Warm []string
 }
 
 // TaskPlacement puts one replica on one node.

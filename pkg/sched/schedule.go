@@ -276,7 +276,9 @@ func (w *world) eligiblePools(j *structs.Job) []int16 {
 }
 
 // clusterOrder lists the clusters to try for shape s of j: the pinned one,
-// else all, those with the most free accelerators of the asked type first.
+// else all, those whose cache holds all of j's datasets first, then by
+// most free accelerators of the asked type (stable: ties keep cluster
+// order).
 func (w *world) clusterOrder(j *structs.Job, s structs.Shape) []int16 {
 	if j.Cluster != "" {
 		for i, c := range w.clusters {
@@ -286,20 +288,49 @@ func (w *world) clusterOrder(j *structs.Job, s structs.Shape) []int16 {
 		}
 		return nil
 	}
-	if len(w.clusters) < 2 || s.Resources.Accels == 0 {
+	if len(w.clusters) < 2 {
 		return w.allCl
 	}
-	out := slices.Clone(w.allCl)
-	free := make([]int64, len(w.clusters))
-	for _, g := range w.groups {
-		if !classOK(g, s.Resources) {
-			continue
+	out := w.allCl
+	if s.Resources.Accels > 0 {
+		out = slices.Clone(w.allCl)
+		free := make([]int64, len(w.clusters))
+		for _, g := range w.groups {
+			if !classOK(g, s.Resources) {
+				continue
+			}
+			for k, b := range g.idx.b {
+				free[g.cluster] += int64(k * len(b))
+			}
 		}
-		for k, b := range g.idx.b {
-			free[g.cluster] += int64(k * len(b))
+		slices.SortStableFunc(out, func(a, b int16) int { return cmp.Compare(free[b], free[a]) })
+	}
+	if len(j.Datasets) > 0 && len(w.snap.Cache) > 0 {
+		holds := func(c int16) int {
+			if len(w.missingData(j, c)) == 0 && w.snap.Cache[w.clusters[c]] != nil {
+				return 0
+			}
+			return 1
+		}
+		out = slices.Clone(out)
+		slices.SortStableFunc(out, func(a, b int16) int { return cmp.Compare(holds(a), holds(b)) })
+	}
+	return out
+}
+
+// missingData lists j's datasets that cluster c's cache lacks; nil when
+// it holds them all or has no cache (there is nothing to warm).
+func (w *world) missingData(j *structs.Job, c int16) []string {
+	held, ok := w.snap.Cache[w.clusters[c]]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, d := range j.Datasets {
+		if !held[d] && !slices.Contains(out, d) {
+			out = append(out, d)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b int16) int { return cmp.Compare(free[b], free[a]) })
 	return out
 }
 
@@ -333,6 +364,7 @@ func (w *world) tryJob(j *structs.Job, now time.Time, pools []int16) (*Placement
 		for _, cl := range w.clusterOrder(j, s) {
 			c := w.newCtx(j, s, pools, cl)
 			if pl, q := w.placeIn(c, si, missing, required); pl != nil {
+				pl.Warm = w.missingData(j, cl)
 				return pl, f
 			} else if q != nil && f.quota == nil {
 				f.quota = q

@@ -149,6 +149,9 @@ type Job struct {
 	// ran (its leader placed it and went before starting it): not
 	// restarts either.
 	LostUnstarted int `json:"lostUnstarted,omitempty"`
+	// WarmUps are the cache warm-ups the job's placed tasks wait for
+	// (one per cluster that lacked its datasets); empty when none.
+	WarmUps []WarmUp `json:"warmUps,omitempty"`
 }
 
 // Volume mounts a persistent volume claim (Ceph RBD) into every replica.

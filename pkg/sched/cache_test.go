@@ -1,0 +1,115 @@
+package sched_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/pkg/sched"
+	st "github.com/atom-sched/atom/pkg/sched/schedtest"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// cacheClusters: cluster a has one 8-GPU node (a1), cluster b two (b1,
+// b2), so b has the most free accelerators; c (one CPU node) has no cache.
+func cacheClusters(t *testing.T) *st.Harness {
+	a1, b1, b2, c1 := st.G8("a1", "A"), st.G8("b1", "A"), st.G8("b2", "A"), st.C64("c1")
+	a1.Cluster, b1.Cluster, b2.Cluster, c1.Cluster = "a", "b", "b", "c"
+	h := st.New(t, a1, b1, b2, c1)
+	h.Quota(u1, structs.ResourceList{"gpu/A": 64, structs.KeyCPU: 64000, structs.KeyMemory: 256 << 30})
+	return h
+}
+
+func withData(b *st.JobBuilder, ds ...string) *structs.Job {
+	j := b.Obj()
+	j.Datasets, j.CacheMountPath = ds, structs.DefaultCachePath
+	return j
+}
+
+func placement(t *testing.T, p *sched.Plan, job string) sched.Placement {
+	t.Helper()
+	for _, pl := range p.Placements {
+		if string(pl.Job) == job {
+			return pl
+		}
+	}
+	require.Failf(t, "not placed", "job %s: %+v", job, p.Pending[structs.JobID(job)])
+	return sched.Placement{}
+}
+
+// A job whose datasets cluster a's cache holds lands on a, although b has
+// more free accelerators; nothing to warm.
+func TestCachePrefersClusterHoldingAllDatasets(t *testing.T) {
+	h := cacheClusters(t)
+	h.Snap.Cache = map[structs.ClusterID]map[string]bool{
+		"a": {"lidar/x": true, "video/y": true},
+		"b": {"lidar/x": true},
+	}
+	h.MustSubmit(withData(st.NewJob("j", "u1").GPU("A", 4), "lidar/x", "video/y"))
+	pl := placement(t, h.Cycle(), "j")
+	assert.Equal(t, []string{"a1"}, h.NodesOf("j"))
+	assert.Empty(t, pl.Warm)
+}
+
+// When the cluster holding the data is full, the job goes to the one with
+// the most free accelerators and the placement lists what to warm there.
+func TestCacheFullClusterFallsBackAndWarms(t *testing.T) {
+	h := cacheClusters(t)
+	h.Snap.Cache = map[structs.ClusterID]map[string]bool{
+		"a": {"lidar/x": true, "video/y": true},
+		"b": {"video/y": true},
+	}
+	h.MustSubmit(st.NewJob("fill", "u1").GPU("A", 8).Node("a1").Obj())
+	h.Cycle()
+	h.MustSubmit(withData(st.NewJob("j", "u1").GPU("A", 4), "video/y", "lidar/x", "video/y"))
+	pl := placement(t, h.Cycle(), "j")
+	assert.Equal(t, []string{"b1"}, h.NodesOf("j"))
+	assert.Equal(t, []string{"lidar/x"}, pl.Warm)
+}
+
+// Without any cache that holds the data, most free accelerators decide
+// (b), and everything is warmed there.
+func TestCacheNoneHoldsMostFreeAccelerators(t *testing.T) {
+	h := cacheClusters(t)
+	h.Snap.Cache = map[structs.ClusterID]map[string]bool{"a": {}, "b": {}}
+	h.MustSubmit(withData(st.NewJob("j", "u1").GPU("A", 4), "lidar/x", "video/y"))
+	pl := placement(t, h.Cycle(), "j")
+	assert.Equal(t, []string{"b1"}, h.NodesOf("j"))
+	assert.Equal(t, []string{"lidar/x", "video/y"}, pl.Warm)
+}
+
+// A CPU job prefers the cached cluster too (without caches, cluster order
+// would pick a); a cluster without a cache is never warmed.
+func TestCacheCPUJobAndClusterWithoutCache(t *testing.T) {
+	a1, b1, c1 := st.C64("a1"), st.C64("b1"), st.C64("c1")
+	a1.Cluster, b1.Cluster, c1.Cluster = "a", "b", "c"
+	h := st.New(t, a1, b1, c1)
+	h.Quota(u1, structs.ResourceList{structs.KeyCPU: 64000, structs.KeyMemory: 256 << 30})
+	h.Snap.Cache = map[structs.ClusterID]map[string]bool{"a": {}, "b": {"lidar/x": true}}
+	h.MustSubmit(withData(st.NewJob("cached", "u1").CPU(2, 4), "lidar/x"))
+	h.MustSubmit(withData(st.NewJob("nowhere", "u1").CPU(2, 4), "video/y"))
+	nocache := withData(st.NewJob("nocache", "u1").CPU(2, 4), "video/y")
+	nocache.Cluster = "c"
+	h.MustSubmit(nocache)
+	p := h.Cycle()
+	assert.Equal(t, []string{"b1"}, h.NodesOf("cached"))
+	assert.Empty(t, placement(t, p, "cached").Warm)
+	assert.Equal(t, []string{"a1"}, h.NodesOf("nowhere"))
+	assert.Equal(t, []string{"video/y"}, placement(t, p, "nowhere").Warm)
+	assert.Equal(t, []string{"c1"}, h.NodesOf("nocache"))
+	assert.Empty(t, placement(t, p, "nocache").Warm)
+}
+
+// A job pinned to a cluster goes there even if another holds the data,
+// and warms the pinned cluster's cache.
+func TestCachePinnedClusterIsWarmed(t *testing.T) {
+	h := cacheClusters(t)
+	h.Snap.Cache = map[structs.ClusterID]map[string]bool{"a": {}, "b": {"lidar/x": true}}
+	j := withData(st.NewJob("j", "u1").GPU("A", 2), "lidar/x")
+	j.Cluster = "a"
+	h.MustSubmit(j)
+	pl := placement(t, h.Cycle(), "j")
+	assert.Equal(t, []string{"a1"}, h.NodesOf("j"))
+	assert.Equal(t, []string{"lidar/x"}, pl.Warm)
+}
