@@ -233,4 +233,5 @@ func (s *State) place(pl *sched.Placement, uses map[structs.NodeID]*use, now tim
 		}
 	})
 	s.dropReservations(j.ID)
+	s.noteWarmUp(s.Jobs[j.ID], pl, now)
 }

@@ -191,6 +191,7 @@ func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempte
 	s.putJob(id, func(j *structs.Job) {
 		j.State, j.Reason = structs.JobPending, reason
 		j.Attempt++
+		j.WarmUps = nil
 		j.PendingSince = now
 		if preempted {
 			j.Preemptions++
