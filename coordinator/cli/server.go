@@ -42,7 +42,28 @@ func commonServerFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "simulated-gpu-fault", Usage: "local backend: NODE=INDEX:KIND[,INDEX:KIND...], simulated faults of a node's accelerators for atom's preflight to find; KIND is ecc or retired-pages, INDEX an accelerator of NODE from 0 (repeat the flag for other nodes)"},
 		&cli.StringFlag{Name: "plugin-dir", EnvVars: []string{"ATOM_PLUGIN_DIR"}, Usage: "local backend: directory of job-type plugins (atom-plugin-KIND), passed to tasks as ATOM_PLUGIN_DIR (default: $ATOM_PLUGIN_DIR; none: atom's default, /app/plugins)"},
 		&cli.StringFlag{Name: "atom", Usage: "atom binary to run each task under (default: atom next to this binary, if there); \"none\" runs commands bare"},
+		&cli.StringFlag{Name: "kube-image", Usage: "kubernetes clusters: image of task Pods whose job names none, with /app/atom as entrypoint (a cluster's image: overrides it)"},
+		&cli.BoolFlag{Name: "kube-heartbeat-pods", Usage: "kubernetes clusters: the coordinator heartbeats for every Running task Pod, for clusters where no atom runs in them (kwok's); a cluster's heartbeatPods: true sets it for that one"},
+		&cli.IntFlag{Name: "kube-qps", Value: daemon.DefaultKubeQPS, Usage: fmt.Sprintf("kubernetes clusters: requests per second each cluster's client may send (1-%d; a cluster's qps: overrides it)", structs.MaxKubeQPS)},
+		&cli.IntFlag{Name: "kube-burst", Value: daemon.DefaultKubeBurst, Usage: fmt.Sprintf("kubernetes clusters: requests each cluster's client may send in a burst above --kube-qps (1-%d; a cluster's burst: overrides it)", structs.MaxKubeBurst)},
 	}
+}
+
+// kubeFlags reads the kubernetes backend's flags into cfg.
+func kubeFlags(c *cli.Context, cfg *daemon.Config) error {
+	image := c.String("kube-image")
+	if strings.ContainsAny(image, " \t\n") {
+		return usagef("--kube-image %q: use an image reference without spaces, such as registry.example.com/atom/cpu:1.0", image)
+	}
+	qps, burst := c.Int("kube-qps"), c.Int("kube-burst")
+	if qps < 1 || qps > structs.MaxKubeQPS {
+		return usagef("--kube-qps %d: use requests per second from 1 to %d", qps, structs.MaxKubeQPS)
+	}
+	if burst < 1 || burst > structs.MaxKubeBurst {
+		return usagef("--kube-burst %d: use a number of requests from 1 to %d", burst, structs.MaxKubeBurst)
+	}
+	cfg.KubeImage, cfg.KubeHeartbeatPods, cfg.KubeQPS, cfg.KubeBurst = image, c.Bool("kube-heartbeat-pods"), qps, burst
+	return nil
 }
 
 // atomPath finds the atom binary for the local backend.
@@ -194,6 +215,9 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 		Logger:    slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: lvl})),
 	}
 	cfg.RealGPUs = c.Bool("real-gpus")
+	if err := kubeFlags(c, &cfg); err != nil {
+		return cfg, err
+	}
 	if dir := c.String("plugin-dir"); dir != "" {
 		// Tasks run in directories of their own: a relative path would
 		// name another place there.

@@ -62,7 +62,11 @@ type Config struct {
 	// them (kwok's, in tests).
 	KubeImage         string
 	KubeHeartbeatPods bool
-	Logger            *slog.Logger
+	// KubeQPS and KubeBurst are each kubernetes cluster client's rate
+	// limits (requests per second, and the burst above it) where the
+	// cluster config sets none; 0: DefaultKubeQPS, DefaultKubeBurst.
+	KubeQPS, KubeBurst int
+	Logger             *slog.Logger
 }
 
 // Daemon is a running coordinator process.
@@ -152,6 +156,7 @@ func Start(cfg Config) (*Daemon, error) {
 
 	mux := http.NewServeMux()
 	fw.internal(mux)
+	probes(mux, srv)
 	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
 	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, cfg.Server.ID)}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -18,12 +18,42 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// kubeQPS and kubeBurst are each cluster client's rate limits: client-go's
-// own 5 and 10 would throttle a leader starting hundreds of Pods.
+// DefaultKubeQPS and DefaultKubeBurst are each cluster client's rate
+// limits unless configured: client-go's own 5 and 10 would throttle a
+// leader starting hundreds of Pods (make bench-k8s starts 1,000 at once).
 const (
-	kubeQPS   = 500
-	kubeBurst = 1000
+	DefaultKubeQPS   = 1000
+	DefaultKubeBurst = 2000
 )
+
+// kubeSettings is what one kubernetes cluster's backend uses: the cluster
+// config's fields where set, else the server's.
+type kubeSettings struct {
+	image         string
+	qps, burst    int
+	heartbeatPods bool
+}
+
+func settingsFor(c *structs.Cluster, cfg Config) kubeSettings {
+	s := kubeSettings{image: cfg.KubeImage, qps: cfg.KubeQPS, burst: cfg.KubeBurst, heartbeatPods: cfg.KubeHeartbeatPods}
+	if s.qps <= 0 {
+		s.qps = DefaultKubeQPS
+	}
+	if s.burst <= 0 {
+		s.burst = DefaultKubeBurst
+	}
+	if c.Image != "" {
+		s.image = c.Image
+	}
+	if c.QPS > 0 {
+		s.qps = c.QPS
+	}
+	if c.Burst > 0 {
+		s.burst = c.Burst
+	}
+	s.heartbeatPods = s.heartbeatPods || c.HeartbeatPods
+	return s
+}
 
 // router is the server's backend when kubernetes clusters are configured:
 // a task goes to its node's cluster's backend, the local one otherwise.
@@ -63,7 +93,7 @@ func (r *router) Stop(id structs.TaskID, grace time.Duration) error {
 
 // kubeClient connects to cluster c as its kubeconfig says (in-cluster
 // without one).
-func kubeClient(c *structs.Cluster) (kubernetes.Interface, error) {
+func kubeClient(c *structs.Cluster, ks kubeSettings) (kubernetes.Interface, error) {
 	var rc *rest.Config
 	var err error
 	if c.Kubeconfig == "" {
@@ -74,7 +104,7 @@ func kubeClient(c *structs.Cluster) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: kubeconfig %q: %w", c.Name, c.Kubeconfig, err)
 	}
-	rc.QPS, rc.Burst = kubeQPS, kubeBurst
+	rc.QPS, rc.Burst = float32(ks.qps), ks.burst
 	return kubernetes.NewForConfig(rc)
 }
 
@@ -106,18 +136,19 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 		if c.Backend != "kubernetes" {
 			continue
 		}
-		client, err := kubeClient(c)
+		ks := settingsFor(c, cfg)
+		client, err := kubeClient(c, ks)
 		if err != nil {
 			closeAll()
 			return nil, nil, nil, err
 		}
 		kc := kube.Config{Cluster: c.Name, Client: client, Namespace: c.Namespace, Coordinator: coordinators,
-			Heartbeat: every, Grace: lb.Grace, Image: cfg.KubeImage, PluginDir: cfg.PluginDir, Log: log,
+			Heartbeat: every, Grace: lb.Grace, Image: ks.image, PluginDir: cfg.PluginDir, Log: log,
 			Resync: 5 * time.Minute, TokenOf: func(id structs.TaskID) (tok string) {
 				srv.Read(func(s *state.State) { tok = s.Tokens[id] })
 				return tok
 			}}
-		if cfg.KubeHeartbeatPods {
+		if ks.heartbeatPods {
 			kc.Beat = every
 		}
 		sctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -102,4 +102,11 @@ type Cluster struct {
 	// of its task Pods ("" = default).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Namespace  string `json:"namespace,omitempty"`
+	// Image, QPS, Burst and HeartbeatPods, for a kubernetes cluster,
+	// override the server's --kube-image, --kube-qps, --kube-burst and
+	// --kube-heartbeat-pods for it (zero: the server's).
+	Image         string `json:"image,omitempty"`
+	QPS           int    `json:"qps,omitempty"`
+	Burst         int    `json:"burst,omitempty"`
+	HeartbeatPods bool   `json:"heartbeatPods,omitempty"`
 }

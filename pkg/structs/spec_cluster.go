@@ -64,14 +64,29 @@ type PoolSpec struct {
 // host:port of its Redis dataset cache, if any. A kubernetes cluster names
 // the kubeconfig file the coordinator reaches it with (on every server;
 // empty: the in-cluster service account) and the namespace of its task
-// Pods (default "default"); a local one names neither.
+// Pods (default "default"); a local one names neither. A kubernetes
+// cluster may also set, for itself, what the server's flags set for all:
+// the image of task Pods whose job names none (image), the client's rate
+// limits (qps, burst: requests per second and the burst above it), and
+// heartbeatPods (the coordinator heartbeats for Running task Pods, as on a
+// kwok cluster, where no atom runs in them).
 type ClusterSpec struct {
-	Name       ClusterID `json:"name"`
-	Backend    string    `json:"backend,omitempty"`
-	Redis      string    `json:"redis,omitempty"`
-	Kubeconfig string    `json:"kubeconfig,omitempty"`
-	Namespace  string    `json:"namespace,omitempty"`
+	Name          ClusterID `json:"name"`
+	Backend       string    `json:"backend,omitempty"`
+	Redis         string    `json:"redis,omitempty"`
+	Kubeconfig    string    `json:"kubeconfig,omitempty"`
+	Namespace     string    `json:"namespace,omitempty"`
+	Image         string    `json:"image,omitempty"`
+	QPS           int       `json:"qps,omitempty"`
+	Burst         int       `json:"burst,omitempty"`
+	HeartbeatPods bool      `json:"heartbeatPods,omitempty"`
 }
+
+// Bounds on a kubernetes cluster's client rate limits.
+const (
+	MaxKubeQPS   = 100000
+	MaxKubeBurst = 1000000
+)
 
 // ClusterConfigSpec is a whole deployment in one YAML file, as the local
 // backend and tests declare it. A node without a cluster belongs to the only
@@ -347,7 +362,8 @@ func (s *ClusterSpec) convert(p string) (*Cluster, error) {
 	if err := ValidateObjectName(at(p, "name"), string(s.Name)); err != nil {
 		return nil, err
 	}
-	c := &Cluster{Name: s.Name, Backend: s.Backend, Redis: s.Redis, Kubeconfig: s.Kubeconfig, Namespace: s.Namespace}
+	c := &Cluster{Name: s.Name, Backend: s.Backend, Redis: s.Redis, Kubeconfig: s.Kubeconfig, Namespace: s.Namespace,
+		Image: s.Image, QPS: s.QPS, Burst: s.Burst, HeartbeatPods: s.HeartbeatPods}
 	switch s.Backend {
 	case "":
 		c.Backend = "local"
@@ -360,6 +376,27 @@ func (s *ClusterSpec) convert(p string) (*Cluster, error) {
 	}
 	if c.Backend == "local" && s.Namespace != "" {
 		return nil, bad(at(p, "namespace"), s.Namespace, "only a kubernetes cluster has one: give backend: kubernetes, or no namespace")
+	}
+	if c.Backend == "local" {
+		switch {
+		case s.Image != "":
+			return nil, bad(at(p, "image"), s.Image, "only a kubernetes cluster has one: give backend: kubernetes, or no image")
+		case s.QPS != 0:
+			return nil, bad(at(p, "qps"), s.QPS, "only a kubernetes cluster has one: give backend: kubernetes, or no qps")
+		case s.Burst != 0:
+			return nil, bad(at(p, "burst"), s.Burst, "only a kubernetes cluster has one: give backend: kubernetes, or no burst")
+		case s.HeartbeatPods:
+			return nil, bad(at(p, "heartbeatPods"), true, "only a kubernetes cluster has Pods: give backend: kubernetes, or no heartbeatPods")
+		}
+	}
+	if s.QPS < 0 || s.QPS > MaxKubeQPS {
+		return nil, bad(at(p, "qps"), s.QPS, "use requests per second from 1 to %d (leave it out for the server's --kube-qps)", MaxKubeQPS)
+	}
+	if s.Burst < 0 || s.Burst > MaxKubeBurst {
+		return nil, bad(at(p, "burst"), s.Burst, "use a number of requests from 1 to %d (leave it out for the server's --kube-burst)", MaxKubeBurst)
+	}
+	if s.Image != "" && strings.ContainsAny(s.Image, " \t\n") {
+		return nil, bad(at(p, "image"), s.Image, "use an image reference without spaces, such as registry.example.com/atom/cpu:1.0")
 	}
 	if s.Namespace != "" && len(validation.IsDNS1123Label(s.Namespace)) > 0 {
 		return nil, bad(at(p, "namespace"), s.Namespace, "use a Kubernetes namespace name (lowercase letters, digits and '-', at most 63)")
