@@ -160,6 +160,11 @@ func parseClusterSpec(body []byte) (*structs.Cluster, error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, errorf(http.StatusBadRequest, "cluster spec is not a mapping: write the fields name, backend and redis, such as name: local")
 	}
+	// Refuse deep nesting before re-encoding: the encoder indents each
+	// level, so a deeply nested spec would grow several times over.
+	if deeper(doc.Content[0], maxClusterSpecDepth) {
+		return nil, errorf(http.StatusBadRequest, "cluster spec nests deeper than %d levels: write the fields name, backend and redis", maxClusterSpecDepth)
+	}
 	wrapped := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "clusters"},
 		{Kind: yaml.SequenceNode, Content: []*yaml.Node{doc.Content[0]}},
@@ -181,6 +186,23 @@ func parseClusterSpec(body []byte) (*structs.Cluster, error) {
 		return nil, errorf(http.StatusBadRequest, "cluster spec: give one cluster")
 	}
 	return &cfg.Clusters[0], nil
+}
+
+// maxClusterSpecDepth bounds the nesting of a cluster spec, whose fields
+// are all scalars.
+const maxClusterSpecDepth = 8
+
+// deeper reports whether n nests more than limit levels.
+func deeper(n *yaml.Node, limit int) bool {
+	if limit < 0 {
+		return true
+	}
+	for _, c := range n.Content {
+		if deeper(c, limit-1) {
+			return true
+		}
+	}
+	return false
 }
 
 // multiDoc reports whether a YAML document marker follows content.
