@@ -155,10 +155,11 @@ func TestDatasetMarkerPutGetCopy(t *testing.T) {
 	assert.Equal(t, info.Bytes, got.Bytes)
 
 	// Copy to the second server, then read everything back from it.
-	var copied int64
-	_, err = cache.Copy(ctx, a, b, "lidar/2024-05", func(n int64) { copied += n })
+	var copied, files int64
+	_, err = cache.CopyFiles(ctx, a, b, "lidar/2024-05", func(n int64) { copied += n }, func() { files++ })
 	require.NoError(t, err)
 	assert.Equal(t, info.Bytes, copied)
+	assert.Equal(t, int64(4), files)
 	_, ok, err = b.Complete(ctx, "lidar/2024-05")
 	require.NoError(t, err)
 	assert.True(t, ok)

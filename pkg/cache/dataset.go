@@ -123,6 +123,13 @@ func (c *Client) RemoveAll(ctx context.Context, p string) error {
 // The dataset must be complete in src; whatever dst held under that name
 // is replaced. progress (may be nil) gets the bytes copied as they go.
 func Copy(ctx context.Context, src, dst *Client, dataset string, progress func(int64)) (DatasetInfo, error) {
+	return CopyFiles(ctx, src, dst, dataset, progress, nil)
+}
+
+// CopyFiles is Copy that also calls file (may be nil; never concurrently)
+// after each file is copied whole, so a caller can count files as well as
+// bytes.
+func CopyFiles(ctx context.Context, src, dst *Client, dataset string, progress func(int64), file func()) (DatasetInfo, error) {
 	info, ok, err := src.Complete(ctx, dataset)
 	if err != nil {
 		return info, err
@@ -134,6 +141,11 @@ func Copy(ctx context.Context, src, dst *Client, dataset string, progress func(i
 		return info, err
 	}
 	progress = serial(progress)
+	done := func() {}
+	if file != nil {
+		var mu sync.Mutex
+		done = func() { mu.Lock(); defer mu.Unlock(); file() }
+	}
 	var files []fileCopy
 	err = src.Walk(ctx, dataset, func(p string, a Attr) error {
 		if a.Dir {
@@ -152,6 +164,9 @@ func Copy(ctx context.Context, src, dst *Client, dataset string, progress func(i
 		go func() { pw.CloseWithError(src.ReadTo(ctx, f.a, pw, progress)) }()
 		_, err := dst.WriteFrom(ctx, f.p, pr, f.a.Mode, nil)
 		pr.CloseWithError(err)
+		if err == nil {
+			done()
+		}
 		return err
 	})
 	if err != nil {
