@@ -32,14 +32,15 @@ func builtins() *plugin.Catalog {
 	return c
 }
 
-// loader finds job types: plugins in dir first, then the built-ins, served
-// by this binary in a plugin process of its own.
-func loader(dir string) (*plugin.Loader, error) {
+// loader finds job types: plugins in dir first, checked against the
+// checksum file sums (or dir's SHA256SUMS), then the built-ins, served by
+// this binary in a plugin process of its own.
+func loader(dir, sums string) (*plugin.Loader, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find atom's own binary to serve plugins: %w", err)
 	}
-	return &plugin.Loader{Catalog: builtins(), Dir: dir, Self: []string{self, "plugin", "serve"}}, nil
+	return &plugin.Loader{Catalog: builtins(), Dir: dir, Sums: sums, Self: []string{self, "plugin", "serve"}}, nil
 }
 
 func pluginCommand() *cli.Command {
@@ -94,9 +95,14 @@ func pluginDirFlag() cli.Flag {
 	return &cli.StringFlag{Name: "plugin-dir", Value: "/app/plugins", EnvVars: []string{"ATOM_PLUGIN_DIR"}, Usage: "directory of job-type plugins named " + plugin.BinaryPrefix + "KIND"}
 }
 
+func pluginSumsFlag() cli.Flag {
+	return &cli.StringFlag{Name: "plugin-sums", EnvVars: []string{"ATOM_PLUGIN_SHA256SUMS"},
+		Usage: "checksum file (sha256sum format) external plugins must match; default: " + plugin.SumsFile + " in the plugin directory, when it exists"}
+}
+
 // prepare asks the job type for what to run.
-func prepare(ctx context.Context, dir string, a allocation, argv []string) (plugin.Exec, error) {
-	l, err := loader(dir)
+func prepare(ctx context.Context, dir, sums string, a allocation, argv []string) (plugin.Exec, error) {
+	l, err := loader(dir, sums)
 	if err != nil {
 		return plugin.Exec{}, err
 	}

@@ -36,7 +36,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "heartbeat", Value: 5 * time.Second, EnvVars: []string{"ATOM_HEARTBEAT"}, Usage: "heartbeat period (the coordinator sets it to a third of its heartbeat TTL)"},
 			&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "SIGTERM to SIGKILL when the coordinator stops the task"},
 			&cli.DurationFlag{Name: "report-timeout", Value: time.Minute, Usage: "how long to retry the final report"},
-			pluginDirFlag(), launchFlags()[0], launchFlags()[1],
+			pluginDirFlag(), pluginSumsFlag(), launchFlags()[0], launchFlags()[1],
 			&cli.BoolFlag{Name: "reap", Value: true, Usage: "reap orphaned descendants (as PID 1, or as a child subreaper) and kill those left when the job ends, as a container's end does"},
 		),
 		Action: run,
@@ -136,7 +136,7 @@ func run(c *cli.Context) error {
 	var ex plugin.Exec
 	go func() {
 		var err error
-		ex, err = prepare(prepCtx, c.String("plugin-dir"), a, argv)
+		ex, err = prepare(prepCtx, c.String("plugin-dir"), c.String("plugin-sums"), a, argv)
 		prepared <- err
 	}()
 	select {

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,9 @@ type Loader struct {
 	Catalog *Catalog
 	// Dir holds external plugins (atom-plugin-KIND); "" looks nowhere.
 	Dir string
+	// Sums names the checksum file external plugins must match (see
+	// SumsFile); when empty, Dir's SHA256SUMS is used if it exists.
+	Sums string
 	// Self is the command that serves a built-in out of process; the
 	// kind is appended (atom: [/proc/self/exe plugin serve]). Empty runs
 	// built-ins in-process.
@@ -85,9 +89,21 @@ var ErrUnknownKind = errors.New("unknown job kind")
 // external plugin in Dir wins over a built-in of the same kind.
 func (l *Loader) Open(ctx context.Context, kind string) (*Handle, error) {
 	var cmd *exec.Cmd
+	var secure *goplugin.SecureConfig
 	if l.Dir != "" {
 		if p := filepath.Join(l.Dir, BinaryPrefix+kind); ExecutablePlugin(p) {
 			cmd = exec.Command(p)
+			sums, from, err := l.sums()
+			if err != nil {
+				return nil, fmt.Errorf("plugin %s: %w", p, err)
+			}
+			if sums != nil {
+				want, ok := sums[BinaryPrefix+kind]
+				if !ok {
+					return nil, fmt.Errorf("%w: plugin %s is not listed in %s: add its line (sha256sum %s%s) or remove the plugin", ErrChecksum, p, from, BinaryPrefix, kind)
+				}
+				secure = &goplugin.SecureConfig{Checksum: want, Hash: sha256.New()}
+			}
 		}
 	}
 	if cmd == nil {
@@ -118,9 +134,13 @@ func (l *Loader) Open(ctx context.Context, kind string) (*Handle, error) {
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		Stderr:           stderr,
+		SecureConfig:     secure,
 		Logger:           hclog.New(&hclog.LoggerOptions{Name: "plugin." + kind, Output: stderr, Level: hclog.Warn}),
 	})
 	rpc, err := c.Client()
+	if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) { // checked right before exec: nothing started
+		return nil, fmt.Errorf("%w: plugin %s does not match its checksum: expected sha256 %x, actual %s: reinstall the plugin or update its sum", ErrChecksum, cmd.Path, secure.Checksum, fileSum(cmd.Path))
+	}
 	if err != nil {
 		killGroup(cmd) // first: go-plugin's Kill waits for the plugin's pipes to close
 		c.Kill()

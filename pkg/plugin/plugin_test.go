@@ -19,10 +19,15 @@ import (
 )
 
 // The test binary doubles as a plugin process: with ATOM_TEST_SERVE set it
-// serves the test job type named by its last argument.
+// serves the test job type named by its last argument, or, run without
+// arguments as a copy named atom-plugin-KIND, job type KIND.
 func TestMain(m *testing.M) {
 	if os.Getenv("ATOM_TEST_SERVE") != "" {
-		plugin.Serve(testTypes[os.Args[len(os.Args)-1]]())
+		kind := os.Args[len(os.Args)-1]
+		if k, ok := strings.CutPrefix(filepath.Base(kind), plugin.BinaryPrefix); ok {
+			kind = k
+		}
+		plugin.Serve(testTypes[kind]())
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
