@@ -20,6 +20,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,6 +64,9 @@ type Config struct {
 	// a Kubernetes Service in front of it). It must be a resolvable IP
 	// address and port, and stable across restarts.
 	RaftAdvertise string
+	// TLS, if set, runs the Raft transport over mutual TLS (see LoadTLS):
+	// only peers with a certificate from its CA take part.
+	TLS *tls.Config
 	// DataDir holds raft.db (log and stable store) and the snapshots.
 	DataDir string
 	// Bootstrap makes a new single-server cluster when DataDir holds no
@@ -222,7 +226,12 @@ func (s *Server) openRaft() error {
 		}
 		advertise = a
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, rlog)
+	var trans *raft.NetworkTransport
+	if cfg.TLS != nil {
+		trans, err = newTLSTransport(cfg.RaftAddr, advertise, cfg.TLS, rlog)
+	} else {
+		trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, rlog)
+	}
 	if err != nil {
 		return fmt.Errorf("listen on raft address %s: %w", cfg.RaftAddr, err)
 	}
