@@ -176,7 +176,38 @@ func (s *server) readJobStatus(id structs.JobID, c caller) (*wire.JobStatus, err
 	if out.Tasks == nil {
 		out.Tasks = []*structs.Task{}
 	}
+	out.WarmUps = s.warmUps(out.Job)
 	return out, nil
+}
+
+// WarmUpReporter is implemented by a Store that knows the progress of
+// cache warm-ups (the leader runs them): WarmUps returns job id's.
+type WarmUpReporter interface {
+	WarmUps(id structs.JobID) []structs.WarmUpStatus
+}
+
+// warmUps lists j's warm-ups of its current attempt, with their progress
+// where the store knows it.
+func (s *server) warmUps(j *structs.Job) []structs.WarmUpStatus {
+	var out []structs.WarmUpStatus
+	var progress []structs.WarmUpStatus
+	if r, ok := s.store.(WarmUpReporter); ok && len(j.WarmUps) > 0 {
+		progress = r.WarmUps(j.ID)
+	}
+	for _, w := range j.WarmUps {
+		if w.Attempt != j.Attempt {
+			continue
+		}
+		st := structs.WarmUpStatus{WarmUp: w}
+		for _, p := range progress {
+			if p.Cluster == w.Cluster && p.Attempt == w.Attempt {
+				st = p
+				st.WarmUp = w
+			}
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 // getJob: GET /v1/jobs/{id}: the job and its tasks. Jobs the caller may

@@ -245,6 +245,12 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	if len(j.Charged) > 0 {
 		kv("Charged", string(j.ChargedScope)+" "+resourceList(j.Charged))
 	}
+	if len(j.Datasets) > 0 {
+		kv("Datasets", strings.Join(j.Datasets, ", ")+" at "+j.CacheMountPath)
+	}
+	for _, wu := range js.WarmUps {
+		kv("Warm-up", warmUpLine(wu))
+	}
 	tw.Flush()
 	if len(js.Tasks) == 0 {
 		fmt.Fprintln(w, "\nno tasks yet")
@@ -257,6 +263,33 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 		row(tw, t.ID, t.Index, t.Attempt, t.Node, taskState(t), t.Resources, when(t.StartedAt))
 	}
 	tw.Flush()
+}
+
+// warmUpLine is one warm-up as job status shows it: "cluster b: lidar/x
+// from a: 3/8 files, 1572864/4194304 bytes (37%), since ...". Progress
+// comes from the leader, which runs the copy.
+func warmUpLine(w structs.WarmUpStatus) string {
+	var ds []string
+	for _, d := range w.Datasets {
+		if from := w.From[d]; from != "" {
+			d += " from " + string(from)
+		}
+		ds = append(ds, d)
+	}
+	line := fmt.Sprintf("cluster %s: %s", w.Cluster, strings.Join(ds, ", "))
+	switch {
+	case w.TotalFiles > 0 || w.TotalBytes > 0:
+		pct := int64(100)
+		if w.TotalBytes > 0 {
+			pct = 100 * w.Bytes / w.TotalBytes
+		}
+		line += fmt.Sprintf(": %d/%d files, %d/%d bytes (%d%%)", w.Files, w.TotalFiles, w.Bytes, w.TotalBytes, pct)
+	case w.Running:
+		line += ": finding the datasets"
+	default:
+		line += ": waiting for the leader"
+	}
+	return line + ", since " + when(w.Since)
 }
 
 // taskState is a task's STATE column: a task atom stopped (preempted,

@@ -96,6 +96,8 @@ type leaderState struct {
 	// before it ran requeues its job without using its restarts). So a
 	// task is only ever started by the server process that placed it.
 	inherited map[allocKey]bool
+	// caches are the clusters' dataset caches as this term sees them.
+	caches *caches
 }
 
 // allocKey names one allocation: a task ID and the token it was placed
@@ -131,7 +133,9 @@ func (s *Server) leaderLoop(ctx context.Context) {
 	inherited := map[allocKey]bool{}
 	s.fsm.Read(func(st *state.State) {
 		for id, t := range st.Tasks {
-			if k := (allocKey{id: id, token: st.Tokens[id]}); t.State == structs.TaskScheduled && !s.placedHere(k) {
+			// A task waiting for a cache warm-up was never started: the
+			// warm-up's end applies before its leader starts it.
+			if k := (allocKey{id: id, token: st.Tokens[id]}); t.State == structs.TaskScheduled && !s.placedHere(k) && !st.Warming(t) {
 				inherited[k] = true
 			}
 		}
@@ -168,7 +172,19 @@ func (s *Server) minCycleGap() time.Duration { return s.cfg.Cycle / 2 }
 
 // scheduleLoop runs a scheduling cycle every Cycle, or sooner when woken.
 func (s *Server) scheduleLoop(ctx context.Context, inherited map[allocKey]bool) {
-	ls := &leaderState{started: map[allocKey]bool{}, stopped: map[allocKey]bool{}, inherited: inherited}
+	ls := &leaderState{started: map[allocKey]bool{}, stopped: map[allocKey]bool{}, inherited: inherited, caches: newCaches(s)}
+	s.mu.Lock()
+	s.warming = map[warmKey]*warmRun{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		for _, r := range s.warming {
+			r.cancel()
+		}
+		s.warming = nil
+		s.mu.Unlock()
+		ls.caches.close()
+	}()
 	tick := time.NewTicker(s.cfg.Cycle)
 	defer tick.Stop()
 	var last time.Time
@@ -203,15 +219,16 @@ func (s *Server) cycle(ctx context.Context, ls *leaderState) error {
 	paused := s.paused
 	s.mu.Unlock()
 	if !paused {
-		if err := s.scheduleOnce(ctx); err != nil {
+		if err := s.scheduleOnce(ctx, ls); err != nil {
 			return err
 		}
 	}
+	s.driveWarmUps(ctx, ls)
 	s.driveBackend(ls)
 	return nil
 }
 
-func (s *Server) scheduleOnce(ctx context.Context) error {
+func (s *Server) scheduleOnce(ctx context.Context, ls *leaderState) error {
 	// 1. Snapshot.
 	var (
 		snap    *sched.Snapshot
@@ -225,6 +242,8 @@ func (s *Server) scheduleOnce(ctx context.Context) error {
 		s.setWhy(nil)
 		return nil
 	}
+
+	snap.Cache = ls.caches.presence(ctx, view, pending)
 
 	// 2. Decide.
 	now := s.now()
@@ -379,7 +398,7 @@ func (s *Server) driveBackend(ls *leaderState) {
 			switch t.State {
 			case structs.TaskScheduled:
 				seen[k] = true
-				if !ls.started[k] && !ls.inherited[k] {
+				if !ls.started[k] && !ls.inherited[k] && !st.Warming(t) {
 					starts = append(starts, start{t: t, j: st.Jobs[t.Job], k: k})
 				}
 			case structs.TaskStopping:

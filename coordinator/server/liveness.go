@@ -272,10 +272,14 @@ func (l *liveness) reap(ctx context.Context) {
 
 func (l *liveness) reapOnce() {
 	var live []allocKey
+	warming := map[structs.TaskID]bool{} // the leader holds them back: not silent
 	l.s.fsm.Read(func(st *state.State) {
 		for id, t := range st.Tasks {
 			if t.State.HoldsResources() {
 				live = append(live, allocKey{id: id, token: st.Tokens[id]})
+				if st.Warming(t) {
+					warming[id] = true
+				}
 			}
 		}
 	})
@@ -286,8 +290,8 @@ func (l *liveness) reapOnce() {
 	seen := make(map[structs.TaskID]lastSeen, len(live))
 	for _, k := range live {
 		last, ok := l.seen[k.id]
-		if !ok || last.token != k.token {
-			last = lastSeen{at: now, token: k.token} // first sight: a full TTL from now
+		if !ok || last.token != k.token || warming[k.id] {
+			last = lastSeen{at: now, token: k.token} // first sight (or held back): a full TTL from now
 		}
 		if now.Sub(last.at) >= l.ttl && !l.ending(k.id) {
 			b := l.queued[k.id]

@@ -89,6 +89,11 @@ type Config struct {
 	Retention time.Duration
 	// StopGrace is the grace period the backend gives a task it stops.
 	StopGrace time.Duration
+	// CacheCheckTTL is how long the leader trusts a cluster cache's answer
+	// about a dataset; CacheCheckTimeout bounds one cycle's wait for
+	// answers (defaults DefaultCacheCheckTTL, DefaultCacheCheckTimeout).
+	CacheCheckTTL     time.Duration
+	CacheCheckTimeout time.Duration
 	// Clock gives the time put into commands; time.Now when nil.
 	Clock func() time.Time
 	// Logger receives the server's and Raft's logs; slog.Default when nil.
@@ -116,6 +121,8 @@ func (c *Config) setDefaults() {
 	def(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
 	def(&c.ElectionTimeout, DefaultElectionTimeout)
 	def(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	def(&c.CacheCheckTTL, DefaultCacheCheckTTL)
+	def(&c.CacheCheckTimeout, DefaultCacheCheckTimeout)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -166,6 +173,7 @@ type Server struct {
 	live    *liveness                    // non-nil while leader work runs
 	paused  bool
 	placed  map[allocKey]time.Time // allocations this process placed, when (leaderState.inherited)
+	warming map[warmKey]*warmRun   // cache warm-ups this term runs; leader only
 }
 
 // New opens (or creates) the server's Raft state in cfg.DataDir and starts

@@ -5,6 +5,7 @@
 package taskenv
 
 import (
+	"net"
 	"strconv"
 	"strings"
 
@@ -42,4 +43,37 @@ func JobSpec(j *structs.Job) *structs.Job {
 		Priority: j.Priority, Image: j.Image, Command: j.Command, Args: j.Args, Replicas: j.Replicas,
 		Resources: j.Resources, MPI: j.MPI, Spark: j.Spark,
 		CacheMountPath: j.CacheMountPath, Datasets: j.Datasets}
+}
+
+// CacheEnv is the dataset cache environment of a task of j on a cluster
+// whose cache Redis is at redis (host:port): ATOM_CACHE_REDIS, which atom
+// mounts the cache from, and REDIS_HOST and REDIS_PORT for jobs that use
+// the Redis client directly (unless the job's env sets them). Empty for a
+// job without a cache section or a cluster without a cache.
+func CacheEnv(j *structs.Job, redis string) map[string]string {
+	if j.CacheMountPath == "" || redis == "" {
+		return nil
+	}
+	env := map[string]string{"ATOM_CACHE_REDIS": redis}
+	if host, port, err := net.SplitHostPort(redis); err == nil {
+		for k, v := range map[string]string{"REDIS_HOST": host, "REDIS_PORT": port} {
+			if _, set := j.Env[k]; !set {
+				env[k] = v
+			}
+		}
+	}
+	return env
+}
+
+// ClusterRedis returns the cache Redis address of node's cluster in st,
+// or "" when it has none.
+func ClusterRedis(clusters map[structs.ClusterID]*structs.Cluster, nodes map[structs.NodeID]*structs.Node, node structs.NodeID) string {
+	n := nodes[node]
+	if n == nil {
+		return ""
+	}
+	if c := clusters[n.Cluster]; c != nil {
+		return c.Redis
+	}
+	return ""
 }

@@ -52,6 +52,9 @@ type JobList struct {
 type JobStatus struct {
 	Job   *structs.Job    `json:"job"`
 	Tasks []*structs.Task `json:"tasks"`
+	// WarmUps are the cache warm-ups the job's tasks wait for, with the
+	// leader's progress (bytes and files copied of the totals).
+	WarmUps []structs.WarmUpStatus `json:"warmUps,omitempty"`
 }
 
 // WhyResponse answers GET /v1/jobs/{id}/why.
