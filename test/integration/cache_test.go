@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/pkg/cache"
 	"github.com/atom-sched/atom/pkg/cache/cachetest"
 	"github.com/atom-sched/atom/pkg/structs"
