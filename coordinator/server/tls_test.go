@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/atom-sched/atom/coordinator/internal/tlstest"
+	"github.com/atom-sched/atom/internal/tlstest"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	st "github.com/atom-sched/atom/pkg/sched/schedtest"
