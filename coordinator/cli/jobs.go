@@ -287,7 +287,7 @@ func warmUpLine(w structs.WarmUpStatus) string {
 	case w.Running:
 		line += ": finding the datasets"
 	default:
-		line += ": waiting for the leader"
+		line += ": waiting (progress shows on the leader)"
 	}
 	return line + ", since " + when(w.Since)
 }
