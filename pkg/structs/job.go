@@ -103,6 +103,8 @@ type Job struct {
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"` // no ATOM_* keys: atom sets those
 	Volumes []Volume          `json:"volumes,omitempty"`
+	Scratch *Scratch          `json:"scratch,omitempty"` // per-replica scratch space
+	Configs []ConfigRef       `json:"configs,omitempty"` // ConfigMaps and Secrets, mounted or as env
 	// CacheMountPath is where the Redis-FUSE dataset cache is mounted; empty
 	// when the job asked for no cache. Datasets lists what it should hold.
 	CacheMountPath string `json:"cacheMountPath,omitempty"`

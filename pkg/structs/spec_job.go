@@ -70,8 +70,10 @@ type JobSpec struct {
 	RestartPolicy  RestartPolicy  `json:"restartPolicy,omitempty"`  // default Always for services, else Never
 	MaxPreemptions *int64         `json:"maxPreemptions,omitempty"` // 1..MaxMaxPreemptions; default DefaultMaxPreemptions
 
-	Volumes []Volume   `json:"volumes,omitempty"`
-	Cache   *CacheSpec `json:"cache,omitempty"`
+	Volumes []Volume     `json:"volumes,omitempty"`
+	Cache   *CacheSpec   `json:"cache,omitempty"`
+	Scratch *ScratchSpec `json:"scratch,omitempty"`
+	Configs []ConfigRef  `json:"configs,omitempty"`
 
 	MPI *MPISpec `json:"mpi,omitempty"` // kind mpi only
 
@@ -169,7 +171,7 @@ func (s *JobSpec) convert() (*Job, error) {
 	}
 	j := &Job{Kind: s.Kind, Name: s.Name, Project: s.Project, Cluster: s.Cluster, NodeName: s.NodeName,
 		Selector: s.Selector, Image: s.Image}
-	steps := []func(*Job) error{s.identity, s.program, s.shape, s.placement, s.ladder, s.lifecycle, s.storage, s.mpi, s.spark}
+	steps := []func(*Job) error{s.identity, s.program, s.shape, s.placement, s.ladder, s.lifecycle, s.storage, s.mounts, s.mpi, s.spark}
 	for _, step := range steps {
 		if err := step(j); err != nil {
 			return nil, err
