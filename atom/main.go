@@ -10,8 +10,9 @@
 //
 // Its allocation comes from the environment the backend sets: ATOM_COORDINATOR,
 // ATOM_TASK_ID, ATOM_TOKEN, ATOM_JOB_ID, ATOM_REPLICA, ATOM_REPLICAS,
-// ATOM_ACCEL_TYPE and ATOM_ACCELERATORS. Without ATOM_COORDINATOR it runs
-// the command standalone, so images work outside atom.
+// ATOM_ACCEL_TYPE and ATOM_ACCELERATORS, and ATOM_TLS_CA (the CA of a
+// coordinator that serves HTTPS). Without ATOM_COORDINATOR it runs the
+// command standalone, so images work outside atom.
 package main
 
 import (
@@ -41,6 +42,7 @@ func app() *cli.App {
 		Name:     "atom",
 		Usage:    "the in-container agent of atom jobs",
 		Commands: []*cli.Command{runCommand(), preflightCommand(), pluginCommand(), rshCommand(), cacheCommand()},
+		Before:   func(*cli.Context) error { return trustCoordinatorCA() },
 		// Exit codes are the job's: cli.Exit carries them out of Run.
 		ExitErrHandler: func(_ *cli.Context, err error) { cli.HandleExitCoder(err) },
 	}

@@ -3,7 +3,7 @@
 // which talk to a coordinator's HTTP API, and the server commands
 // (coordinator server, coordinator dev) hooked in through serverCommands.
 //
-//	coordinator [--addr URL] [--token T] [-o table|json|yaml] COMMAND
+//	coordinator [--addr URL] [--token T] [--tls-ca FILE] [-o table|json|yaml] COMMAND
 //
 // People get tables (text/tabwriter); scripts get -o json or -o yaml,
 // which print the API's JSON bodies (coordinator/api/wire). -o may also
@@ -11,9 +11,11 @@
 package cli
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 
@@ -35,6 +37,7 @@ const (
 	DefaultAddr = "http://127.0.0.1:7070"
 	EnvAddr     = "ATOM_ADDR"
 	EnvToken    = "ATOM_TOKEN"
+	EnvTLSCA    = client.EnvTLSCA // ATOM_TLS_CA
 )
 
 // App returns the coordinator command. Run returns errors instead of
@@ -47,7 +50,18 @@ func App() *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", EnvVars: []string{EnvAddr}, Value: DefaultAddr, Usage: "the coordinator's HTTP address"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{EnvToken}, Usage: "your API token (from the coordinator's tokens file)"},
+			&cli.StringFlag{Name: "tls-ca", EnvVars: []string{EnvTLSCA}, Usage: "PEM file of the CA that signed an HTTPS coordinator's certificate (besides the system's roots)"},
 			outputFlag(),
+		},
+		Before: func(c *cli.Context) error {
+			if ca := c.String("tls-ca"); ca != "" {
+				cfg, err := client.TLSConfig(ca)
+				if err != nil {
+					return usagef("--tls-ca: %v", err)
+				}
+				c.App.Metadata = map[string]any{tlsKey: cfg}
+			}
+			return nil
 		},
 		Commands:             append(clientCommands(), serverCommands...),
 		EnableBashCompletion: true,
@@ -115,9 +129,18 @@ func usage(c *cli.Context, names []string) string {
 	return s
 }
 
-// newClient returns a client for the global --addr and --token.
+// tlsKey holds, in the app's Metadata, the *tls.Config made from --tls-ca.
+const tlsKey = "tls"
+
+// newClient returns a client for the global --addr, --token and --tls-ca.
 func newClient(c *cli.Context) *client.Client {
-	return client.New(c.String("addr"), c.String("token"))
+	cl := client.New(c.String("addr"), c.String("token"))
+	if cfg, ok := c.App.Metadata[tlsKey].(*tls.Config); ok {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = cfg
+		cl.HTTP = &http.Client{Transport: tr}
+	}
+	return cl
 }
 
 // readSpec reads the -f file ("-" for standard input).

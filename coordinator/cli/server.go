@@ -30,7 +30,7 @@ const EnvSecret = "ATOM_CLUSTER_SECRET"
 func commonServerFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "http-addr", Value: "127.0.0.1:7070", Usage: "host:port the HTTP API listens on"},
-		&cli.StringFlag{Name: "advertise", Usage: "URL other servers and tasks use to reach this one (default: http://<http-addr>)"},
+		&cli.StringFlag{Name: "advertise", Usage: "URL other servers and tasks use to reach this one (default: http://<http-addr>, https:// with --tls-cert)"},
 		&cli.StringFlag{Name: "data-dir", Usage: "Raft log, snapshots and task directories"},
 		&cli.StringFlag{Name: "tokens", Usage: "tokens file: users: [{name, token, admin}]"},
 		&cli.StringFlag{Name: "cluster-config", Usage: "YAML of clusters, pools, nodes and quotas that seeds a new cluster (ignored once it exists)"},
@@ -97,6 +97,9 @@ func serverCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "join", Usage: "HTTP URL of a server to join (repeat)"},
 			&cli.StringSliceFlag{Name: "peer", Usage: "ID=URL of every server, for forwarding to the leader (repeat)"},
 			&cli.StringFlag{Name: "secret", EnvVars: []string{EnvSecret}, Usage: "secret shared by the servers"},
+			&cli.StringFlag{Name: "tls-cert", Usage: "PEM certificate of this server (for its IPs/names): serve HTTPS, and Raft and server-to-server requests over mutual TLS; needs --tls-key and --tls-ca"},
+			&cli.StringFlag{Name: "tls-key", Usage: "PEM private key of --tls-cert"},
+			&cli.StringFlag{Name: "tls-ca", Usage: "PEM certificate of the CA that signs every server's certificate: peers must present one it signed; tasks get it as ATOM_TLS_CA"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.String("data-dir") == "" || c.String("tokens") == "" {
@@ -126,6 +129,10 @@ func serverCommand() *cli.Command {
 			cfg.Server.Bootstrap = c.Bool("bootstrap")
 			cfg.Server.Join = c.StringSlice("join")
 			cfg.Peers, cfg.Secret = peers, c.String("secret")
+			cfg.TLS = daemon.TLSFiles{Cert: c.String("tls-cert"), Key: c.String("tls-key"), CA: c.String("tls-ca")}
+			if n := countSet(cfg.TLS.Cert, cfg.TLS.Key, cfg.TLS.CA); n != 0 && n != 3 {
+				return usagef("TLS needs --tls-cert, --tls-key and --tls-ca together")
+			}
 			tokens, err := api.LoadTokens(c.String("tokens"))
 			if err != nil {
 				return err
@@ -134,6 +141,16 @@ func serverCommand() *cli.Command {
 			return runDaemon(c, cfg)
 		},
 	}
+}
+
+func countSet(vals ...string) int {
+	n := 0
+	for _, v := range vals {
+		if v != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func devCommand() *cli.Command {

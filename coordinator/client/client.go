@@ -127,7 +127,7 @@ func (c *Client) do(ctx context.Context, r request) error {
 	for attempt := 0; ; attempt++ {
 		err := c.once(ctx, r)
 		var ae *Error
-		retry := err != nil && ctx.Err() == nil &&
+		retry := err != nil && ctx.Err() == nil && !errors.Is(err, ErrUntrustedCertificate) &&
 			((errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable) || !errors.As(err, &ae))
 		if !retry || attempt >= c.Retries {
 			return err
@@ -181,6 +181,9 @@ func (c *Client) once(ctx context.Context, r request) error {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // it repeats the method and URL
+		}
+		if err := certError(c.addr, err); errors.Is(err, ErrUntrustedCertificate) {
+			return err
 		}
 		return fmt.Errorf("coordinator %s did not answer %s %s: %w", c.addr, r.method, r.path, err)
 	}

@@ -6,6 +6,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,9 @@ type Config struct {
 	Peers map[string]string
 	// Secret authenticates servers to each other; required with peers.
 	Secret string
+	// TLS, when set, serves the API over HTTPS and runs Raft and the
+	// server-to-server requests over mutual TLS (see TLSFiles).
+	TLS TLSFiles
 	Tokens api.TokenFile
 	// Cluster, if set, is applied once a leader exists: clusters, pools,
 	// nodes and quotas (upserts, so applying it again changes nothing).
@@ -87,6 +91,15 @@ func Start(cfg Config) (*Daemon, error) {
 		log = slog.Default()
 	}
 	cfg.Server.Logger = log
+	var tlsCfg *tls.Config
+	var caPEM []byte
+	if cfg.TLS.enabled() {
+		var err error
+		if tlsCfg, caPEM, err = cfg.TLS.load(); err != nil {
+			return nil, err
+		}
+		cfg.Server.TLS = tlsCfg
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
@@ -94,8 +107,14 @@ func Start(cfg Config) (*Daemon, error) {
 	url := cfg.Advertise
 	if url == "" {
 		url = "http://" + ln.Addr().String()
+		if tlsCfg != nil {
+			url = "https://" + ln.Addr().String()
+		}
 	}
-	client := &http.Client{Timeout: 30 * time.Second}
+	if tlsCfg != nil {
+		ln = httpsListener(ln, tlsCfg)
+	}
+	client, logClient := peerClients(tlsCfg)
 	if len(cfg.Server.Join) > 0 {
 		cfg.Server.JoinFunc = join(client, cfg.Secret)
 	}
@@ -108,7 +127,7 @@ func Start(cfg Config) (*Daemon, error) {
 	for id, u := range cfg.Peers {
 		peers[id] = u
 	}
-	fw := &forwarder{srv: srv, peers: peers, secret: cfg.Secret, client: client}
+	fw := &forwarder{srv: srv, peers: peers, secret: cfg.Secret, client: client, logClient: logClient, mtls: tlsCfg != nil}
 	srv.SetForward(func(leaderID, _ string, id structs.TaskID, token string, ev state.TaskEvent) error {
 		u, ok := peers[leaderID]
 		if !ok {
@@ -139,6 +158,7 @@ func Start(cfg Config) (*Daemon, error) {
 	}
 	lb := NewLocalBackend(run, srv, strings.Join(addrs, ","), cfg.Atom, ttl/3, log)
 	lb.Simulate, lb.Faults, lb.PluginDir = !cfg.RealGPUs, cfg.GPUFaults, cfg.PluginDir
+	lb.CA = string(caPEM)
 	lb.Grace = cfg.Server.StopGrace
 	if lb.Grace <= 0 {
 		lb.Grace = server.DefaultStopGrace
@@ -159,7 +179,8 @@ func Start(cfg Config) (*Daemon, error) {
 	probes(mux, srv)
 	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
 	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, cfg.Server.ID)}))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)} // TLS handshake failures, among others
 	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, kube: closeKube, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(d.done)

@@ -36,6 +36,11 @@ type forwarder struct {
 	peers  map[string]string // server ID -> HTTP base URL
 	secret string
 	client *http.Client
+	// logClient streams logs from the other servers (no overall timeout).
+	logClient *http.Client
+	// mtls: servers talk over mutual TLS, and the /internal/ endpoints
+	// also want a client certificate the cluster's CA signed.
+	mtls bool
 }
 
 func (f *forwarder) Read(fn func(*state.State)) { f.srv.Read(fn) }
@@ -131,13 +136,6 @@ func (f *forwarder) catchUp(ctx context.Context, index uint64) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-// WarmUps returns the progress of job id's cache warm-ups where this
-// server leads (and runs them); a follower shows the committed warm-ups
-// without progress.
-func (f *forwarder) WarmUps(id structs.JobID) []structs.WarmUpStatus {
-	return f.srv.WarmUps(id)
 }
 
 // Why asks the leader for its reasons.
@@ -304,6 +302,10 @@ func (f *forwarder) auth(h http.HandlerFunc) http.HandlerFunc {
 		got := r.Header.Get("Authorization")
 		if f.secret == "" || subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+f.secret)) != 1 {
 			http.Error(w, `{"error":"this endpoint is for coordinator servers only"}`, http.StatusUnauthorized)
+			return
+		}
+		if f.mtls && !fromPeer(r) {
+			http.Error(w, `{"error":"this endpoint is for coordinator servers only: present a certificate signed by the cluster's CA"}`, http.StatusUnauthorized)
 			return
 		}
 		h(w, r)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -48,6 +47,10 @@ type LocalBackend struct {
 	// job gets SIGKILL after the grace however it learns of the stop.
 	// Set before the first Start.
 	Grace time.Duration
+	// CA, if set, is the PEM text of the CA that signed the coordinators'
+	// HTTPS certificates (tasks get it as ATOM_TLS_CA). Set before the
+	// first Start.
+	CA string
 
 	mu     sync.Mutex
 	tokens map[structs.TaskID]string
@@ -67,12 +70,6 @@ func NewLocalBackend(run *local.Backend, hb Heartbeater, httpAddrs, atom string,
 	go b.pump()
 	go b.beat()
 	return b
-}
-
-// stateReader is the server's replicated state, which Start reads for the
-// task's cluster (its cache Redis).
-type stateReader interface {
-	Read(fn func(*state.State))
 }
 
 // Start launches task's process: the job's command and args, its env, and
@@ -106,18 +103,8 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 	for k, v := range taskenv.Env(t, j, b.addr, token) {
 		env[k] = v
 	}
-	if sr, ok := b.hb.(stateReader); ok {
-		var redis string
-		sr.Read(func(st *state.State) { redis = taskenv.ClusterRedis(st.Clusters, st.Nodes, t.Node) })
-		for k, v := range taskenv.CacheEnv(j, redis) {
-			env[k] = v
-		}
-		if redis != "" && j.CacheMountPath != "" {
-			// Every task of this host mounts its own cache: under its
-			// own directory, not the job's mountPath (atom tells the
-			// job where: ATOM_CACHE_DIR).
-			env["ATOM_CACHE_MOUNT"] = filepath.Join(filepath.Dir(b.run.LogPath(string(t.ID))), "cache")
-		}
+	for k, v := range taskenv.TLS(b.CA) {
+		env[k] = v
 	}
 	env["ATOM_HEARTBEAT"] = b.every.String()
 	if b.PluginDir != "" {

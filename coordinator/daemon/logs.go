@@ -48,7 +48,7 @@ func (f *forwarder) logSource(run *local.Backend, self string) func(structs.Task
 			}
 			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil)
 			req.Header.Set("Authorization", "Bearer "+f.secret)
-			resp, err := logClient.Do(req)
+			resp, err := f.logClient.Do(req)
 			if err != nil {
 				continue // that server is down: it may have run the task, but cannot say
 			}
@@ -60,10 +60,6 @@ func (f *forwarder) logSource(run *local.Backend, self string) func(structs.Task
 		return nil, fs.ErrNotExist
 	}
 }
-
-// logClient has no overall timeout: a followed log streams for as long as
-// its task runs. Connecting is bounded.
-var logClient = &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 10 * time.Second}}
 
 // serveLogs answers the other servers' GET pathLogs{id}[?follow=true].
 func (f *forwarder) serveLogs(run *local.Backend) http.HandlerFunc {
