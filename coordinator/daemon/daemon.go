@@ -40,7 +40,7 @@ type Config struct {
 	Secret string
 	// TLS, when set, serves the API over HTTPS and runs Raft and the
 	// server-to-server requests over mutual TLS (see TLSFiles).
-	TLS TLSFiles
+	TLS    TLSFiles
 	Tokens api.TokenFile
 	// Cluster, if set, is applied once a leader exists: clusters, pools,
 	// nodes and quotas (upserts, so applying it again changes nothing).
