@@ -61,7 +61,7 @@ func TestCachePresenceCachedAndBounded(t *testing.T) {
 
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	s.cfg = Config{CacheCheckTTL: 30 * time.Second, CacheCheckTimeout: 300 * time.Millisecond, Clock: func() time.Time { return now }}
+	s.cfg = Config{CacheCheckTTL: 30 * time.Second, CacheCheckTimeout: time.Second, Clock: func() time.Time { return now }}
 	c := newCaches(s)
 	defer c.close()
 	view := state.New()
@@ -75,7 +75,8 @@ func TestCachePresenceCachedAndBounded(t *testing.T) {
 	took := time.Since(start)
 	want := map[structs.ClusterID]map[string]bool{"a": {"lidar/x": true}, "b": {}}
 	assert.Equal(t, want, got)
-	assert.Less(t, took, 3*time.Second, "a hung Redis is waited for at most the bound")
+	assert.GreaterOrEqual(t, took, time.Second, "the hung Redis was asked")
+	assert.Less(t, took, 4*time.Second, "a hung Redis is waited for at most the bound")
 
 	// Within the TTL nothing is asked again: the hung Redis costs nothing,
 	// and a's answer stands although the dataset is gone now.
@@ -83,7 +84,7 @@ func TestCachePresenceCachedAndBounded(t *testing.T) {
 	now = now.Add(29 * time.Second)
 	start = time.Now()
 	assert.Equal(t, want, c.presence(ctx, view, pending))
-	assert.Less(t, time.Since(start), 200*time.Millisecond)
+	assert.Less(t, time.Since(start), time.Second, "the hung Redis is not waited for again")
 
 	// After the TTL, a is asked again.
 	now = now.Add(time.Second)
