@@ -185,10 +185,16 @@ func (s *Server) warm(ctx context.Context, c *caches, r *warmRun, redis map[stru
 			if id == to || redis[id] == "" {
 				continue
 			}
-			src, err := c.client(redis[id], true)
+			// Look with the quick client (a source that is down costs
+			// CacheCheckTimeout), copy with the patient one.
+			chk, err := c.client(redis[id], false)
 			var info cache.DatasetInfo
 			if err == nil {
-				info, ok, err = src.Complete(ctx, d)
+				info, ok, err = chk.Complete(ctx, d)
+			}
+			var src *cache.Client
+			if err == nil && ok {
+				src, err = c.client(redis[id], true)
 			}
 			switch {
 			case err != nil:
