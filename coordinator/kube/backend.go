@@ -60,6 +60,10 @@ type Config struct {
 	// Coordinator is ATOM_COORDINATOR: the coordinators' HTTP URLs,
 	// comma-separated, as reachable from Pods.
 	Coordinator string
+	// CoordinatorCA, for coordinators that serve HTTPS, is the PEM text
+	// of the CA that signed their certificates: ATOM_TLS_CA, which atom
+	// trusts.
+	CoordinatorCA string
 	// Heartbeat is ATOM_HEARTBEAT: the period atom heartbeats at.
 	Heartbeat time.Duration
 	// Grace is the Pod's terminationGracePeriodSeconds and atom run's
@@ -318,6 +322,7 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
 		}
 	}
 	maps.Copy(vals, taskenv.Env(t, j, b.cfg.Coordinator, ""))
+	maps.Copy(vals, taskenv.TLS(b.cfg.CoordinatorCA))
 	delete(vals, "ATOM_TOKEN")
 	if b.cfg.Heartbeat > 0 {
 		vals["ATOM_HEARTBEAT"] = b.cfg.Heartbeat.String()

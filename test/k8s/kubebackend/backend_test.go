@@ -96,6 +96,10 @@ func env(c corev1.Container) map[string]corev1.EnvVar {
 // rights: a 2 × 8-GPU gang bound to two GPU nodes and reported Running;
 // Stop deleting a Pod; a Pod deleted by hand reported Lost; Node objects
 // as atom nodes, followed by NodeSync.
+// testCA stands for the PEM text of the CA of coordinators that serve
+// HTTPS: Pods get it as ATOM_TLS_CA.
+const testCA = "-----BEGIN CERTIFICATE-----\nMIIB...test...\n-----END CERTIFICATE-----\n"
+
 func TestBackend(t *testing.T) {
 	c := k8stest.Start(t, k8stest.Options{})
 	c.ApplyFile(t, repoFile(t, "deploy/rbac.yaml"))
@@ -120,7 +124,7 @@ func TestBackend(t *testing.T) {
 	b, err := kube.New(ctx, kube.Config{
 		Cluster: "k8s", Client: c.Coordinator, Namespace: ns,
 		Coordinator: "http://coord-0:8080,http://coord-1:8080", Heartbeat: 5 * time.Second,
-		Grace: 20 * time.Second,
+		Grace: 20 * time.Second, CoordinatorCA: testCA,
 	}, rec)
 	require.NoError(t, err)
 	defer b.Close()
@@ -194,7 +198,7 @@ func TestBackend(t *testing.T) {
 				"ATOM_TASK_ID": string(task.ID), "ATOM_REPLICA": []string{"0", "1"}[i], "ATOM_REPLICAS": "2", "ATOM_ATTEMPT": "1",
 				"ATOM_NODE": string(task.Node), "ATOM_ACCEL_TYPE": "A100", "ATOM_ACCELERATORS": "0,1,2,3,4,5,6,7",
 				"ATOM_CPU_MILLI": "64000", "ATOM_MEMORY_BYTES": "549755813888", "ATOM_HEARTBEAT": "5s",
-				"ATOM_LAUNCH_LISTEN": "0.0.0.0:7077", "WANDB_MODE": "offline",
+				"ATOM_LAUNCH_LISTEN": "0.0.0.0:7077", "WANDB_MODE": "offline", "ATOM_TLS_CA": testCA,
 			} {
 				assert.Equal(t, v, e[k].Value, k)
 			}
