@@ -70,7 +70,11 @@ type Config struct {
 	// limits (requests per second, and the burst above it) where the
 	// cluster config sets none; 0: DefaultKubeQPS, DefaultKubeBurst.
 	KubeQPS, KubeBurst int
-	Logger             *slog.Logger
+	// KubeNodeGrace is how long a kubernetes Node may be not Ready
+	// before the tasks on it are declared lost (0: kube.DefaultNodeGrace);
+	// KubeSweep how often the leader looks (0: kube.DefaultSweep).
+	KubeNodeGrace, KubeSweep time.Duration
+	Logger                   *slog.Logger
 }
 
 // Daemon is a running coordinator process.

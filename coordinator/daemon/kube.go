@@ -91,6 +91,24 @@ func (r *router) Stop(id structs.TaskID, grace time.Duration) error {
 	return r.backendFor("", id).Stop(id, grace)
 }
 
+// gangOf lists the tasks of t's job and attempt, and whether they are all
+// Scheduled or Running (none stopping or ended).
+func gangOf(srv *server.Server, t *structs.Task) (ids []structs.TaskID, whole bool) {
+	whole = true
+	srv.Read(func(s *state.State) {
+		for _, x := range s.TasksOf(t.Job) {
+			if x.Attempt != t.Attempt {
+				continue
+			}
+			ids = append(ids, x.ID)
+			if x.State != structs.TaskScheduled && x.State != structs.TaskRunning {
+				whole = false
+			}
+		}
+	})
+	return ids, whole
+}
+
 // kubeClient connects to cluster c as its kubeconfig says (in-cluster
 // without one).
 func kubeClient(c *structs.Cluster, ks kubeSettings) (kubernetes.Interface, error) {
@@ -147,6 +165,16 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 			Resync: 5 * time.Minute, TokenOf: func(id structs.TaskID) (tok string) {
 				srv.Read(func(s *state.State) { tok = s.Tokens[id] })
 				return tok
+			},
+			NodeGrace: cfg.KubeNodeGrace, Sweep: cfg.KubeSweep, Leader: srv.IsLeader,
+			Gang: func(t *structs.Task) ([]structs.TaskID, bool) { return gangOf(srv, t) },
+			Task: func(id structs.TaskID) (tok string, live bool) {
+				srv.Read(func(s *state.State) {
+					if t := s.Tasks[id]; t != nil {
+						tok, live = s.Tokens[id], t.State.HoldsResources()
+					}
+				})
+				return tok, live
 			}}
 		if ks.heartbeatPods {
 			kc.Beat = every

@@ -3,10 +3,19 @@
 // as task events through a Pod informer; NodeSync follows the cluster's
 // Node objects into the coordinator's state.
 //
-//	server ──Start(task, job, token)──▶ Secret (token) + Pod (nodeName, priority class, requests = limits)
+//	server ──Start(task, job, token)──▶ Pod (unbound, schedulerName atom) + Secret (token)
+//	                                    once every Pod of the gang exists: Binding to each task's node
 //	server ──Stop(task, grace)────────▶ delete Pod (grace) and its Secret
-//	Pod informer ──phase changes──────▶ Heartbeater: Running, Succeeded/Failed (exit code), Lost (deleted outside atom)
-//	Node informer ──Node objects──────▶ NodeUpsert / NodeRemove commands
+//	Pod informer ──phase changes──────▶ Heartbeater: Running, Succeeded/Failed (exit code), Lost (deleted or
+//	                                    evicted outside atom); a finished Pod is deleted once its end is committed
+//	Node informer ──not Ready > grace─▶ its tasks Lost, their Pods deleted (leader)
+//	sweep (leader) ───────────────────▶ Pods of tasks the state does not know, or knows ended, deleted
+//	NodeSync ──Node objects───────────▶ NodeUpsert / NodeRemove commands
+//
+// A gang is all or none: its Pods are created unbound and bound only once
+// all of them exist, so a create that fails part way leaves no replica
+// running; the failed one is reported Lost before it started, which
+// requeues the job (and stops the siblings, whose Pods never ran).
 //
 // The allocation token is never in a label, an annotation or the Pod spec:
 // it is in a Secret of the task's own, owned by its Pod, that the Pod
@@ -84,7 +93,45 @@ type Config struct {
 	// Resync is the informers' resync period; 0 means none.
 	Resync time.Duration
 	Log    *slog.Logger
+
+	// SchedulerName is the task Pods' spec.schedulerName: they are
+	// created unbound under it and bound by the backend through the
+	// Binding API, so no other scheduler takes them. "" means
+	// DefaultSchedulerName.
+	SchedulerName string
+	// Gang lists the tasks of t's gang (its job's tasks of its attempt),
+	// t included, and whether the gang is whole: none of them stopping or
+	// ended. The Pods are bound only once all of them exist, and never
+	// once the gang is not whole (its tear-down has begun). nil, or a job
+	// that is no gang: each Pod is bound as soon as it is created.
+	Gang func(t *structs.Task) (ids []structs.TaskID, whole bool)
+	// Task says what the coordinator's state knows of task id: its
+	// allocation token ("" when it does not know it) and whether it still
+	// holds resources. The leader deletes Pods of tasks the state does not
+	// know or knows ended, and of allocations not the current one; nil:
+	// none are.
+	Task func(id structs.TaskID) (token string, live bool)
+	// Leader reports whether this server leads: only the leader deletes
+	// Pods it did not stop itself and declares tasks on NotReady nodes
+	// lost. nil: always.
+	Leader func() bool
+	// NodeGrace is how long a Node may be not Ready (or gone) before
+	// the tasks whose Pods are bound to it are reported Lost and those
+	// Pods deleted; 0 means DefaultNodeGrace.
+	NodeGrace time.Duration
+	// Sweep is how often the leader looks for nodes past their grace
+	// and Pods to clean up; 0 means DefaultSweep.
+	Sweep time.Duration
+	// Now is the clock the node grace is measured with; nil: time.Now.
+	Now func() time.Time
 }
+
+// Defaults of Config.
+const (
+	DefaultSchedulerName = "atom"
+	DefaultNodeGrace     = 40 * time.Second
+	DefaultSweep         = 5 * time.Second
+)
 
 // Backend runs tasks as Pods in one cluster. Its methods are safe for
 // concurrent use.
@@ -93,6 +140,7 @@ type Backend struct {
 	hb     Heartbeater
 	log    *slog.Logger
 	pods   cache.SharedIndexInformer
+	nodes  cache.SharedIndexInformer
 	stopCh chan struct{}
 	wg     sync.WaitGroup
 
@@ -100,6 +148,9 @@ type Backend struct {
 	tokens   map[structs.TaskID]string
 	stopped  map[structs.TaskID]bool              // Stop called: the deletion is atom's own
 	reported map[structs.TaskID]structs.TaskState // last state reported per task
+	unbound  map[structs.TaskID]structs.NodeID    // Pods created, not bound yet (their gang is not complete)
+	boundIDs map[structs.TaskID]bool              // Pods this backend bound
+	notReady map[string]time.Time                 // Nodes not Ready (or deleted), since when
 }
 
 // New starts the backend's Pod informer (Pods labelled
@@ -115,8 +166,21 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.SchedulerName == "" {
+		cfg.SchedulerName = DefaultSchedulerName
+	}
+	if cfg.NodeGrace <= 0 {
+		cfg.NodeGrace = DefaultNodeGrace
+	}
+	if cfg.Sweep <= 0 {
+		cfg.Sweep = DefaultSweep
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	b := &Backend{cfg: cfg, hb: hb, log: cfg.Log.With("cluster", cfg.Cluster), stopCh: make(chan struct{}),
-		tokens: map[structs.TaskID]string{}, stopped: map[structs.TaskID]bool{}, reported: map[structs.TaskID]structs.TaskState{}}
+		tokens: map[structs.TaskID]string{}, stopped: map[structs.TaskID]bool{}, reported: map[structs.TaskID]structs.TaskState{},
+		unbound: map[structs.TaskID]structs.NodeID{}, boundIDs: map[structs.TaskID]bool{}, notReady: map[string]time.Time{}}
 	sel := LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(cfg.Cluster))
 	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
@@ -128,15 +192,27 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	}); err != nil {
 		return nil, err
 	}
+	nf := informers.NewSharedInformerFactory(cfg.Client, cfg.Resync)
+	b.nodes = nf.Core().V1().Nodes().Informer()
+	if _, err := b.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { b.noteNode(o, false) },
+		UpdateFunc: func(_, o any) { b.noteNode(o, false) },
+		DeleteFunc: func(o any) { b.noteNode(o, true) },
+	}); err != nil {
+		return nil, err
+	}
 	f.Start(b.stopCh)
-	if !cache.WaitForCacheSync(ctx.Done(), b.pods.HasSynced) {
+	nf.Start(b.stopCh)
+	if !cache.WaitForCacheSync(ctx.Done(), b.pods.HasSynced, b.nodes.HasSynced) {
 		close(b.stopCh)
-		return nil, fmt.Errorf("kube backend %s: pod informer did not sync: %w", cfg.Cluster, ctx.Err())
+		return nil, fmt.Errorf("kube backend %s: pod and node informers did not sync: %w", cfg.Cluster, ctx.Err())
 	}
 	if cfg.Beat > 0 {
 		b.wg.Add(1)
 		go b.beat()
 	}
+	b.wg.Add(1)
+	go b.sweepLoop()
 	return b, nil
 }
 
@@ -146,41 +222,60 @@ func (b *Backend) Close() {
 	b.wg.Wait()
 }
 
-// Start creates task t's Secret and Pod on t's node. A Pod already there
-// for the same task (a retried Start) is success.
+// Start creates task t's Pod, unbound, and its Secret, then binds the
+// Pods of t's gang to their nodes once all of them exist (at once for a
+// task that is no gang's). A Pod already there for the same allocation (a
+// retried Start) is success. A Pod or Secret that cannot be created is
+// taken back and t reported Lost before it started: the coordinator
+// requeues its job and stops the rest of the gang, none of which ran.
 func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b.mu.Lock()
 	b.tokens[t.ID] = token
 	delete(b.stopped, t.ID)
+	delete(b.reported, t.ID) // an earlier allocation's reports (its Pod's events are ignored)
+	delete(b.boundIDs, t.ID)
 	b.mu.Unlock()
 	pod, err := b.Pod(t, j)
 	if err != nil {
 		return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127, Message: err.Error()})
 	}
+	pod.Annotations[AnnotationAlloc] = allocHash(token)
 	pods := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace)
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	fresh := err == nil
 	if apierrors.IsAlreadyExists(err) {
 		created, err = pods.Get(ctx, pod.Name, metav1.GetOptions{})
-		if err == nil && created.Annotations[LabelTask] != string(t.ID) {
-			return fmt.Errorf("start task %s: pod %s/%s exists for task %q", t.ID, b.cfg.Namespace, pod.Name, created.Annotations[LabelTask])
+		if err == nil && created.Annotations[AnnotationAlloc] != pod.Annotations[AnnotationAlloc] {
+			// An earlier allocation's Pod (a service replica placed
+			// again keeps its task ID): take it back, start next cycle.
+			b.forceDelete(ctx, t.ID)
+			return fmt.Errorf("start task %s: pod %s/%s of task %q (an earlier allocation) is still there; deleting it",
+				t.ID, b.cfg.Namespace, pod.Name, created.Annotations[LabelTask])
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("start task %s: create pod %s/%s: %w", t.ID, b.cfg.Namespace, pod.Name, err)
+		return b.failStart(ctx, t, j, fmt.Errorf("create pod %s/%s: %w", b.cfg.Namespace, pod.Name, err))
 	}
+	secrets := b.cfg.Client.CoreV1().Secrets(b.cfg.Namespace)
 	sec := b.Secret(t, j, token, created)
-	_, err = b.cfg.Client.CoreV1().Secrets(b.cfg.Namespace).Create(ctx, sec, metav1.CreateOptions{})
+	_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) && fresh {
+		// Left by an earlier allocation of the same task ID: its token
+		// is not this one's.
+		b.deleteSecret(ctx, t.ID)
+		_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
+	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		// The Pod would wait for its Secret for ever: take it back.
-		zero := int64(0)
-		if derr := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); derr != nil && !apierrors.IsNotFound(derr) {
-			b.log.Warn("delete pod whose secret failed", "pod", pod.Name, "err", derr)
-		}
-		return fmt.Errorf("start task %s: create secret %s/%s: %w", t.ID, b.cfg.Namespace, sec.Name, err)
+		b.forceDelete(ctx, t.ID)
+		return b.failStart(ctx, t, j, fmt.Errorf("create secret %s/%s: %w", b.cfg.Namespace, sec.Name, err))
 	}
-	return nil
+	if created.Spec.NodeName != "" {
+		return nil // bound by an earlier Start
+	}
+	return b.bindGang(ctx, t, j)
 }
 
 // Stop deletes task id's Pod with grace as its grace period (rounded up
@@ -190,6 +285,8 @@ func (b *Backend) Stop(id structs.TaskID, grace time.Duration) error {
 	defer cancel()
 	b.mu.Lock()
 	b.stopped[id] = true
+	delete(b.unbound, id)
+	delete(b.boundIDs, id)
 	b.mu.Unlock()
 	secs := int64(math.Ceil(grace.Seconds()))
 	err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: &secs})
@@ -198,6 +295,22 @@ func (b *Backend) Stop(id structs.TaskID, grace time.Duration) error {
 	}
 	b.deleteSecret(ctx, id)
 	return nil
+}
+
+// forceDelete deletes task id's Pod at once (grace 0) and its Secret, as
+// atom's own deletion, logging what fails.
+func (b *Backend) forceDelete(ctx context.Context, id structs.TaskID) {
+	b.mu.Lock()
+	b.stopped[id] = true
+	delete(b.unbound, id)
+	delete(b.boundIDs, id)
+	b.mu.Unlock()
+	zero := int64(0)
+	err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if err != nil && !apierrors.IsNotFound(err) {
+		b.log.Warn("delete pod", "task", id, "pod", PodName(id), "err", err)
+	}
+	b.deleteSecret(ctx, id)
 }
 
 // deleteSecret deletes task id's Secret. Its owner reference would have
@@ -245,7 +358,9 @@ func (b *Backend) Secret(t *structs.Task, j *structs.Job, token string, pod *cor
 	return s
 }
 
-// Pod is task t's Pod: bound to t.Node, its job's priority class,
+// Pod is task t's Pod: unbound, under the backend's scheduler name, t.Node
+// in its annotation atom.io/node (Start binds it there), its job's
+// priority class,
 // requests = limits of t's allocation (whole GPUs as nvidia.com/gpu), the
 // job's image running `/app/atom run [--grace G] [-- CMD ARGS...]`, the
 // job's env and atom's (the token from the task's Secret), never
@@ -284,10 +399,11 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 			res[corev1.ResourceName(k)] = *resource.NewQuantity(t.Resources.Devices[k], resource.DecimalSI)
 		}
 	}
+	annotations[AnnotationNode] = string(t.Node)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: PodName(t.ID), Namespace: b.cfg.Namespace, Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
-			NodeName:                     string(t.Node),
+			SchedulerName:                b.cfg.SchedulerName,
 			PriorityClassName:            PriorityClass(j.Priority),
 			RestartPolicy:                corev1.RestartPolicyNever,
 			Tolerations:                  slices.Clone(j.Tolerations),
@@ -308,6 +424,7 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 		g := int64(math.Ceil(b.cfg.Grace.Seconds()))
 		p.Spec.TerminationGracePeriodSeconds = &g
 	}
+	p.Spec.Volumes, p.Spec.Containers[0].VolumeMounts, p.Spec.Containers[0].EnvFrom = storage(j)
 	return p, nil
 }
 

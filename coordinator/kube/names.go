@@ -21,6 +21,13 @@ const (
 	LabelCluster = "atom.io/cluster"
 	LabelReplica = "atom.io/replica"
 
+	// AnnotationNode on a task's Pod is the node Start binds it to;
+	// AnnotationAlloc tells the allocation it is for (a hash of the
+	// allocation token: a service replica placed again keeps its task ID
+	// and so its Pod name, not its token).
+	AnnotationNode  = "atom.io/node"
+	AnnotationAlloc = "atom.io/allocation"
+
 	// PoolLabel on a Node puts it in that atom pool ("" or absent: public).
 	PoolLabel = "atom.io/pool"
 
@@ -71,6 +78,14 @@ func PodName(id structs.TaskID) string {
 		return "t-" + h
 	}
 	return name + "-" + h
+}
+
+// allocHash is AnnotationAlloc's value for an allocation token: the first
+// 8 bytes of its SHA-256, in hex. It names the allocation without giving
+// the token away.
+func allocHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:8])
 }
 
 // SecretName is the name of task id's Secret (its allocation token).

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -16,9 +17,15 @@ import (
 // observe turns a Pod's change into a task event, once per state:
 //
 //	phase Running                  → Running (endpoint podIP:7077)
-//	phase Succeeded / Failed       → Succeeded / Failed with the container's exit code
+//	phase Succeeded                → Succeeded with the container's exit code
+//	phase Failed, the task failed  → Failed with the container's exit code
+//	phase Failed, no exit or evicted → Lost (the Pod failed outside its task)
 //	deleted after Stop             → Failed (137 unless the container said otherwise)
 //	deleted otherwise, not ended   → Lost ("deleted outside atom")
+//
+// A Pod whose end was reported (committed) is deleted, with its Secret.
+// Events of an earlier allocation's Pod (a service replica placed again
+// keeps its task ID, so its Pod's name) are ignored.
 func (b *Backend) observe(o any, deleted bool) {
 	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
@@ -28,37 +35,59 @@ func (b *Backend) observe(o any, deleted bool) {
 		return
 	}
 	id := structs.TaskID(p.Annotations[LabelTask])
-	if id == "" {
+	if id == "" || !b.current(id, p) {
 		return
 	}
-	ev, ok := b.eventFor(id, p, deleted)
-	if !ok {
-		return
-	}
-	b.mu.Lock()
-	last := b.reported[id]
-	if last == ev.State || ended(last) {
-		b.mu.Unlock()
-		return
-	}
-	b.reported[id] = ev.State
-	b.mu.Unlock()
-	if err := b.report(id, ev); err != nil {
-		b.log.Warn("task report failed", "task", id, "pod", p.Name, "err", err)
+	if ev, ok := b.eventFor(id, p, deleted); ok {
 		b.mu.Lock()
-		if b.reported[id] == ev.State {
-			b.reported[id] = last // the next change or resync tries again
+		last := b.reported[id]
+		skip := last == ev.State || ended(last)
+		if !skip {
+			b.reported[id] = ev.State
 		}
 		b.mu.Unlock()
+		if !skip {
+			if err := b.report(id, ev); err != nil {
+				b.log.Warn("task report failed", "task", id, "pod", p.Name, "err", err)
+				b.mu.Lock()
+				if b.reported[id] == ev.State {
+					b.reported[id] = last // the next change or resync tries again
+				}
+				b.mu.Unlock()
+			} else if ended(ev.State) && !deleted {
+				// Its end is committed: the Pod has nothing more to say.
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				b.forceDelete(ctx, id)
+				cancel()
+			}
+		}
 	}
 	if deleted {
 		b.mu.Lock()
 		delete(b.stopped, id)
 		delete(b.reported, id)
 		delete(b.tokens, id)
+		delete(b.unbound, id)
+		delete(b.boundIDs, id)
 		b.mu.Unlock()
 	}
 }
+
+// current reports whether Pod p is for task id's allocation as this
+// backend knows it (or knows no token to tell).
+func (b *Backend) current(id structs.TaskID, p *corev1.Pod) bool {
+	a := p.Annotations[AnnotationAlloc]
+	if a == "" {
+		return true
+	}
+	tok := b.token(id)
+	return tok == "" || allocHash(tok) == a
+}
+
+// lostReasons are the reasons of a Failed Pod that say the node or the
+// kubelet ended it, not its task.
+var lostReasons = map[string]bool{"Evicted": true, "Preempting": true, "NodeLost": true, "Shutdown": true,
+	"NodeShutdown": true, "Terminated": true, "NodeAffinity": true, "UnexpectedAdmissionError": true}
 
 // eventFor is the event Pod p of task id stands for, if any.
 func (b *Backend) eventFor(id structs.TaskID, p *corev1.Pod, deleted bool) (state.TaskEvent, bool) {
@@ -66,10 +95,13 @@ func (b *Backend) eventFor(id structs.TaskID, p *corev1.Pod, deleted bool) (stat
 	switch {
 	case p.Status.Phase == corev1.PodSucceeded:
 		return state.TaskEvent{State: structs.TaskSucceeded, ExitCode: code}, true
-	case p.Status.Phase == corev1.PodFailed:
-		if !terminated {
-			code = 1
+	case p.Status.Phase == corev1.PodFailed && (!terminated || lostReasons[p.Status.Reason]):
+		msg := fmt.Sprintf("pod %s/%s failed outside its task", p.Namespace, p.Name)
+		if r := podWhy(p); r != "" {
+			msg += ": " + r
 		}
+		return state.TaskEvent{State: structs.TaskLost, Message: msg}, true
+	case p.Status.Phase == corev1.PodFailed:
 		return state.TaskEvent{State: structs.TaskFailed, ExitCode: code, Message: why}, true
 	case deleted:
 		b.mu.Lock()
@@ -92,6 +124,18 @@ func (b *Backend) eventFor(id structs.TaskID, p *corev1.Pod, deleted bool) (stat
 	return state.TaskEvent{}, false
 }
 
+// podWhy is the Pod's own reason and message.
+func podWhy(p *corev1.Pod) string {
+	why := p.Status.Reason
+	if p.Status.Message != "" {
+		if why != "" {
+			why += ": "
+		}
+		why += p.Status.Message
+	}
+	return why
+}
+
 // exitOf returns the task container's exit code, whether it has
 // terminated, and what Kubernetes says about it.
 func exitOf(p *corev1.Pod) (code int, terminated bool, why string) {
@@ -106,11 +150,7 @@ func exitOf(p *corev1.Pod) (code int, terminated bool, why string) {
 		}
 		return int(t.ExitCode), true, why
 	}
-	why = p.Status.Reason
-	if p.Status.Message != "" {
-		why += ": " + p.Status.Message
-	}
-	return 0, false, why
+	return 0, false, podWhy(p)
 }
 
 func (b *Backend) token(id structs.TaskID) string {
@@ -151,6 +191,9 @@ func (b *Backend) beat() {
 				continue
 			}
 			id := structs.TaskID(p.Annotations[LabelTask])
+			if !b.current(id, p) {
+				continue
+			}
 			if err := b.report(id, state.TaskEvent{}); err != nil {
 				b.log.Debug("heartbeat failed", "task", id, "err", err)
 			}

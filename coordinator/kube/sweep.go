@@ -1,0 +1,160 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// noteNode records when a Node stopped being Ready (or was deleted).
+func (b *Backend) noteNode(o any, deleted bool) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	n, ok := o.(*corev1.Node)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !deleted && NodeReady(n) {
+		delete(b.notReady, n.Name)
+		return
+	}
+	if _, ok := b.notReady[n.Name]; !ok {
+		b.notReady[n.Name] = b.cfg.Now()
+	}
+}
+
+// sweepLoop runs Sweep on the leader every Config.Sweep.
+func (b *Backend) sweepLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.cfg.Sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopCh:
+			return
+		case <-t.C:
+		}
+		if b.cfg.Leader == nil || b.cfg.Leader() {
+			b.Sweep()
+		}
+	}
+}
+
+// Sweep does the leader's cleaning once:
+//
+//   - a task whose Pod is bound to a Node not Ready (or deleted) for
+//     NodeGrace is reported Lost, and its Pod deleted at once (its kubelet
+//     is not there to stop it gracefully);
+//   - a Pod of a task the state does not know, knows ended, or knows with
+//     another allocation is deleted (with the stop grace while it runs), its
+//     Secret too.
+func (b *Backend) Sweep() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := b.cfg.Now()
+	late := map[string]time.Duration{}
+	b.mu.Lock()
+	for name, since := range b.notReady {
+		if d := now.Sub(since); d >= b.cfg.NodeGrace {
+			late[name] = d
+		}
+	}
+	b.mu.Unlock()
+	onNode := map[string]int{}
+	for _, o := range b.pods.GetStore().List() {
+		p, ok := o.(*corev1.Pod)
+		if !ok || p.DeletionTimestamp != nil {
+			continue
+		}
+		id := structs.TaskID(p.Annotations[LabelTask])
+		if id == "" {
+			continue
+		}
+		onNode[p.Spec.NodeName]++
+		if d, ok := late[p.Spec.NodeName]; ok && p.Spec.NodeName != "" && b.current(id, p) {
+			b.nodeLost(ctx, id, p, d)
+			continue
+		}
+		if b.cfg.Task == nil {
+			continue
+		}
+		tok, live := b.cfg.Task(id)
+		if tok != "" && live && (p.Annotations[AnnotationAlloc] == "" || p.Annotations[AnnotationAlloc] == allocHash(tok)) {
+			continue
+		}
+		b.orphan(ctx, id, p, tok != "" && live)
+	}
+	// Forget deleted nodes once nothing is left on them.
+	b.mu.Lock()
+	for name := range late {
+		if _, exists, _ := b.nodes.GetStore().GetByKey(name); !exists && onNode[name] == 0 {
+			delete(b.notReady, name)
+		}
+	}
+	b.mu.Unlock()
+}
+
+// nodeLost reports task id Lost, its Pod p being on a node not Ready for
+// d, and deletes the Pod.
+func (b *Backend) nodeLost(ctx context.Context, id structs.TaskID, p *corev1.Pod, d time.Duration) {
+	b.mu.Lock()
+	last := b.reported[id]
+	b.reported[id] = structs.TaskLost // the Pod's deletion is not news
+	b.mu.Unlock()
+	if !ended(last) {
+		msg := fmt.Sprintf("node %s has not been Ready for %s", p.Spec.NodeName, d.Round(time.Second))
+		if err := b.report(id, state.TaskEvent{State: structs.TaskLost, Message: msg}); err != nil {
+			b.log.Warn("task report failed", "task", id, "pod", p.Name, "err", err)
+			b.mu.Lock()
+			b.reported[id] = last // the next sweep tries again
+			b.mu.Unlock()
+			return
+		}
+		b.log.Info("task lost: its node is not ready", "task", id, "node", p.Spec.NodeName, "for", d.Round(time.Second))
+	}
+	b.forceDelete(ctx, id)
+}
+
+// orphan deletes Pod p of task id, which the state does not know, knows
+// ended, or knows with another allocation (running: the task itself
+// still runs, another allocation of it, whose Secret is left alone).
+func (b *Backend) orphan(ctx context.Context, id structs.TaskID, p *corev1.Pod, running bool) {
+	if !running {
+		b.mu.Lock()
+		b.stopped[id] = true
+		b.reported[id] = structs.TaskLost // its end is the state's already: nothing to report
+		b.mu.Unlock()
+	}
+	finished := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	secs := int64(0)
+	if !finished && p.Spec.NodeName != "" {
+		secs = int64(math.Ceil(b.cfg.Grace.Seconds()))
+		if b.cfg.Grace <= 0 {
+			secs = 30
+		}
+	}
+	b.log.Info("deleting a pod the state has no running task for", "pod", p.Name, "task", id, "phase", p.Status.Phase)
+	// Delete this very Pod (by UID): the task's current one may have
+	// the same name by the time the call arrives.
+	err := b.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &secs, Preconditions: &metav1.Preconditions{UID: &p.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		b.log.Warn("delete pod", "pod", p.Name, "err", err)
+		return
+	}
+	if !running {
+		b.deleteSecret(ctx, id)
+	}
+}

@@ -1,0 +1,75 @@
+package kube
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Storage classes (deploy/storageclasses.yaml): persistent volumes of
+// `coordinator volume create` are of VolumeClass, a job's scratch space
+// of ScratchClass.
+const (
+	VolumeClass  = "ceph-rbd"
+	ScratchClass = "local-path"
+)
+
+// storage is what job j's Pods mount and read their environment from:
+//
+//   - each of j.Volumes as its PersistentVolumeClaim (volume-N), read-write
+//     unless the spec says readOnly;
+//   - j.Scratch as a generic ephemeral volume (scratch) of class
+//     local-path, made for the Pod and deleted with it;
+//   - each of j.Configs, a ConfigMap or Secret by name, as files
+//     (config-N, read-only) or as environment variables (envFrom).
+//
+// Only names are in the Pod: atom never reads a ConfigMap or Secret.
+func storage(j *structs.Job) ([]corev1.Volume, []corev1.VolumeMount, []corev1.EnvFromSource) {
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	var envFrom []corev1.EnvFromSource
+	for i, v := range j.Volumes {
+		name := "volume-" + strconv.Itoa(i)
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.Claim, ReadOnly: v.ReadOnly}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: v.MountPath, ReadOnly: v.ReadOnly})
+	}
+	if sc := j.Scratch; sc != nil {
+		class := ScratchClass
+		vols = append(vols, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelManaged: "atom", LabelJob: LabelValue(string(j.ID))}},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: &class,
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceStorage: *resource.NewQuantity(sc.Size, resource.BinarySI)}},
+				},
+			}}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "scratch", MountPath: sc.MountPath})
+	}
+	for i, c := range j.Configs {
+		if c.Env {
+			if c.Secret != "" {
+				envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: c.Secret}}})
+			} else {
+				envFrom = append(envFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: c.ConfigMap}}})
+			}
+			continue
+		}
+		name := "config-" + strconv.Itoa(i)
+		src := corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c.ConfigMap}}}
+		if c.Secret != "" {
+			src = corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.Secret}}
+		}
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: src})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: c.MountPath, ReadOnly: true})
+	}
+	return vols, mounts, envFrom
+}

@@ -1,0 +1,183 @@
+package kubebackend_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/atom-sched/atom/coordinator/api"
+	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/coordinator/daemon"
+	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/test/k8s/k8stest"
+)
+
+// prepare applies the coordinator's RBAC and priority classes to c, makes
+// the jobs' namespace and waits until the coordinator may list Pods.
+func prepare(t *testing.T, c *k8stest.Cluster) {
+	t.Helper()
+	c.ApplyFile(t, repoFile(t, "deploy/rbac.yaml"))
+	c.ApplyFile(t, repoFile(t, "deploy/priorityclasses.yaml"))
+	c.CreateNamespace(t, ns)
+	require.Eventually(t, func() bool {
+		_, err := c.Coordinator.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond, "RBAC takes effect")
+}
+
+// coordinator is one coordinator server driving the named clusters, as
+// an admin client.
+type coordinator struct {
+	*client.Client
+	d   *daemon.Daemon
+	log *syncBuffer // everything the server logged
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startCoordinator starts a one-server coordinator whose clusters are the
+// given kubernetes clusters (by name), heartbeating for their Pods (no
+// atom runs in kwok's), with ttl as the heartbeat TTL and grace as the
+// NotReady grace; it waits until it has every Node.
+func startCoordinator(t *testing.T, ttl, grace time.Duration, clusters map[string]*k8stest.Cluster) *coordinator {
+	t.Helper()
+	quota, err := structs.ParseQuotaSpec([]byte("scope: user:dev\nlimits: {gpu/A100: 256, cpu: 10000, memory: 1000Ti}\n"))
+	require.NoError(t, err)
+	tf, err := api.ParseTokens([]byte("users:\n  - {name: dev, token: " + adminToken + ", admin: true}\n"))
+	require.NoError(t, err)
+	cc := &structs.ClusterConfig{Quotas: []structs.Quota{*quota}}
+	want := 0
+	ctx := context.Background()
+	for name, c := range clusters {
+		cc.Clusters = append(cc.Clusters, structs.Cluster{Name: structs.ClusterID(name), Backend: "kubernetes",
+			Kubeconfig: c.CoordinatorKubeconfig, Namespace: ns})
+		list, err := c.Admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		want += len(list.Items)
+	}
+	logs := &syncBuffer{}
+	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tf, KubeImage: "atom/cpu:test", KubeHeartbeatPods: true,
+		KubeNodeGrace: grace, KubeSweep: 200 * time.Millisecond,
+		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Cluster: cc}
+	cfg.Server = server.Config{ID: "s1", RaftAddr: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true,
+		HeartbeatTTL: ttl, Cycle: 50 * time.Millisecond, StopGrace: 2 * time.Second}
+	d, err := daemon.Start(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	cl := &coordinator{Client: client.New(d.URL, adminToken), d: d, log: logs}
+	require.Eventually(t, func() bool {
+		nodes, err := cl.Nodes(ctx)
+		return err == nil && len(nodes) == want
+	}, 30*time.Second, 50*time.Millisecond, "the coordinator has the clusters' %d nodes", want)
+	return cl
+}
+
+// submit submits spec and returns the job's ID.
+func (c *coordinator) submit(t *testing.T, spec string) structs.JobID {
+	t.Helper()
+	r, err := c.SubmitJob(context.Background(), []byte(spec), "")
+	require.NoError(t, err)
+	return r.JobID
+}
+
+// waitJob waits until job id satisfies cond and returns its status.
+func (c *coordinator) waitJob(t *testing.T, id structs.JobID, what string, cond func(*structs.Job, []*structs.Task) bool) (*structs.Job, []*structs.Task) {
+	t.Helper()
+	var j *structs.Job
+	var tasks []*structs.Task
+	require.Eventually(t, func() bool {
+		st, err := c.Job(context.Background(), id)
+		if err != nil {
+			return false
+		}
+		j, tasks = st.Job, st.Tasks
+		return cond(j, tasks)
+	}, 60*time.Second, 50*time.Millisecond, "job %s: %s; last %+v", id, what, j)
+	return j, tasks
+}
+
+// running is the job's tasks that are Running.
+func running(tasks []*structs.Task) []*structs.Task {
+	var out []*structs.Task
+	for _, x := range tasks {
+		if x.State == structs.TaskRunning {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// podWatch records every version of every Pod in the namespace that the
+// API server reports, from the moment it is made.
+type podWatch struct {
+	w    watch.Interface
+	seen chan *corev1.Pod
+}
+
+func watchPods(t *testing.T, c *k8stest.Cluster) *podWatch {
+	t.Helper()
+	w, err := c.Admin.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	pw := &podWatch{w: w, seen: make(chan *corev1.Pod, 100000)}
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				pw.seen <- p
+			}
+		}
+		close(pw.seen)
+	}()
+	return pw
+}
+
+// drain returns the Pod versions seen so far.
+func (pw *podWatch) drain() []*corev1.Pod {
+	var out []*corev1.Pod
+	for {
+		select {
+		case p, ok := <-pw.seen:
+			if !ok {
+				return out
+			}
+			out = append(out, p)
+		default:
+			return out
+		}
+	}
+}
+
+// pods lists the Pods of job id in c.
+func pods(t *testing.T, c *k8stest.Cluster, id structs.JobID) []corev1.Pod {
+	t.Helper()
+	list, err := c.Admin.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "atom.io/job=" + kube.LabelValue(string(id))})
+	require.NoError(t, err)
+	return list.Items
+}
