@@ -1,0 +1,139 @@
+package kubebackend_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/test/k8s/k8stest"
+)
+
+// TestLifecycle: a coordinator server against a real API server deletes
+// a task's Pod and Secret once its end is committed, deletes atom's Pods
+// whose task it does not know, declares the tasks of a node NotReady past
+// its grace lost and places the service replica again on another node, and
+// notices a Pod deleted by hand.
+func TestLifecycle(t *testing.T) {
+	c := k8stest.Start(t, k8stest.Options{})
+	prepare(t, c)
+	c.AddNodes(t,
+		k8stest.NodeSpec{Name: "gpu-1", GPUs: 8, GPUModel: "A100"},
+		k8stest.NodeSpec{Name: "gpu-2", GPUs: 8, GPUModel: "A100"},
+		k8stest.NodeSpec{Name: "gpu-3", GPUs: 8, GPUModel: "A100"},
+	)
+	// A TTL far above the NotReady grace: the backend heartbeats for
+	// every Running Pod anyway, so what ends a task on a dead node is the
+	// grace alone.
+	co := startCoordinator(t, time.Minute, 2*time.Second, map[string]*k8stest.Cluster{"k8s": c})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	t.Run("finished", func(t *testing.T) {
+		id := co.submit(t, "kind: command\nname: eval\ncommand: [python, eval.py]\nresources: {accelerators: {type: A100, count: 1}}\n")
+		_, tasks := co.waitJob(t, id, "runs", func(j *structs.Job, _ []*structs.Task) bool { return j.State == structs.JobRunning })
+		require.Len(t, tasks, 1)
+		name := kube.PodName(tasks[0].ID)
+		_, err := c.Admin.CoreV1().Secrets(ns).Get(ctx, kube.SecretName(tasks[0].ID), metav1.GetOptions{})
+		require.NoError(t, err)
+		finish(t, c, name, 3)
+		j, tasks := co.waitJob(t, id, "fails", func(j *structs.Job, _ []*structs.Task) bool { return j.State.Ended() })
+		assert.Equal(t, structs.JobFailed, j.State)
+		assert.Equal(t, "replica 0 failed with exit code 3: Error", j.Reason)
+		assert.Equal(t, 3, tasks[0].ExitCode)
+		require.Eventually(t, func() bool {
+			_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 20*time.Second, 50*time.Millisecond, "the finished Pod is deleted")
+		_, err = c.Admin.CoreV1().Secrets(ns).Get(ctx, kube.SecretName(tasks[0].ID), metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "its Secret is deleted: %v", err)
+	})
+
+	t.Run("orphans", func(t *testing.T) {
+		// Pods labelled as atom's whose task the state does not know:
+		// one never bound, one bound and Running.
+		for _, o := range []struct{ name, node string }{{"j-gone-0-aa", ""}, {"j-gone-1-bb", "gpu-3"}} {
+			p := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: ns,
+					Labels:      map[string]string{kube.LabelManaged: "atom", kube.LabelCluster: "k8s", kube.LabelTask: o.name},
+					Annotations: map[string]string{kube.LabelTask: o.name}},
+				Spec: corev1.PodSpec{SchedulerName: "atom", NodeName: o.node, Containers: []corev1.Container{{Name: kube.ContainerName, Image: "atom/cpu:test"}}},
+			}
+			_, err := c.Admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		for _, name := range []string{"j-gone-0-aa", "j-gone-1-bb"} {
+			require.Eventually(t, func() bool {
+				_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err)
+			}, 30*time.Second, 50*time.Millisecond, "the leader deletes %s", name)
+		}
+	})
+
+	t.Run("node-not-ready", func(t *testing.T) {
+		id := co.submit(t, "kind: service\nname: infer\ncommand: [serve]\nreplicas: 2\nresources: {accelerators: {type: A100, count: 8}}\n")
+		co.waitJob(t, id, "runs", func(j *structs.Job, _ []*structs.Task) bool { return j.State == structs.JobRunning })
+		before := pods(t, c, id)
+		require.Len(t, before, 2)
+		dead, other := before[0], before[1]
+		c.SetNodeReady(t, dead.Spec.NodeName, false)
+		t.Cleanup(func() { c.SetNodeReady(t, dead.Spec.NodeName, true) })
+
+		// Past the grace, the replica on the dead node is placed again
+		// on the node left, its old Pod deleted.
+		var moved corev1.Pod
+		require.Eventually(t, func() bool {
+			for _, p := range pods(t, c, id) {
+				if p.Labels["atom.io/replica"] == dead.Labels["atom.io/replica"] && p.UID != dead.UID && p.Status.Phase == corev1.PodRunning {
+					moved = p
+					return true
+				}
+			}
+			return false
+		}, 30*time.Second, 50*time.Millisecond, "the replica on %s is placed again", dead.Spec.NodeName)
+		assert.Contains(t, co.log.String(), `msg="task lost: its node is not ready" cluster=k8s task=`+dead.Annotations["atom.io/task"]+" node="+dead.Spec.NodeName,
+			"the grace, not the heartbeat TTL, ended it")
+		assert.NotEqual(t, dead.Spec.NodeName, moved.Spec.NodeName)
+		assert.NotEqual(t, other.Spec.NodeName, moved.Spec.NodeName)
+		_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, dead.Name, metav1.GetOptions{})
+		if err == nil {
+			p, _ := c.Admin.CoreV1().Pods(ns).Get(ctx, dead.Name, metav1.GetOptions{})
+			assert.NotEqual(t, dead.UID, p.UID, "the Pod on the dead node is deleted")
+		} else {
+			assert.True(t, apierrors.IsNotFound(err), "the Pod on the dead node is deleted: %v", err)
+		}
+		co.waitJob(t, id, "runs its two replicas", func(j *structs.Job, tasks []*structs.Task) bool {
+			return j.State == structs.JobRunning && len(running(tasks)) == 2
+		})
+
+		// A Pod deleted by hand: noticed, its replica placed again.
+		zero := int64(0)
+		require.NoError(t, c.Admin.CoreV1().Pods(ns).Delete(ctx, other.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+		require.Eventually(t, func() bool {
+			n := 0
+			for _, p := range pods(t, c, id) {
+				if p.Status.Phase == corev1.PodRunning && p.UID != other.UID && p.UID != dead.UID && p.Spec.NodeName != dead.Spec.NodeName {
+					n++
+				}
+			}
+			return n == 2
+		}, 30*time.Second, 50*time.Millisecond, "the replica deleted by hand runs again")
+		_, tasks := co.waitJob(t, id, "runs its two replicas", func(j *structs.Job, tasks []*structs.Task) bool {
+			return j.State == structs.JobRunning && len(running(tasks)) == 2
+		})
+		lost := 0
+		for _, task := range tasks {
+			if task.State == structs.TaskLost {
+				lost++
+			}
+		}
+		assert.Equal(t, 2, lost, "the replica on the dead node and the one deleted by hand were lost")
+	})
+}

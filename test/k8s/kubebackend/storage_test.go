@@ -1,0 +1,102 @@
+package kubebackend_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/test/k8s/k8stest"
+)
+
+// TestStorage: a job's volume claim, scratch space, ConfigMap and Secret
+// reach its Pod on a real API server as references only: the Secret's
+// value is in no Pod, job status or log line.
+func TestStorage(t *testing.T) {
+	c := k8stest.Start(t, k8stest.Options{})
+	prepare(t, c)
+	c.AddNodes(t, k8stest.NodeSpec{Name: "gpu-1", GPUs: 8, GPUModel: "A100"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const secretValue = "wandb-0123456789abcdef-do-not-print"
+	class := kube.VolumeClass
+	_, err := c.Admin.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "imagenet", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("100Gi")}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.Admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wandb", Namespace: ns},
+		StringData: map[string]string{"WANDB_API_KEY": secretValue}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.Admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "train-config", Namespace: ns},
+		Data: map[string]string{"config.yaml": "lr: 0.1\n"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	co := startCoordinator(t, 5*time.Second, time.Minute, map[string]*k8stest.Cluster{"k8s": c})
+	id := co.submit(t, `kind: command
+name: train
+command: [python, train.py]
+resources: {accelerators: {type: A100, count: 8}}
+volumes: [{name: data, claim: imagenet, mountPath: /data}]
+scratch: {size: 200Gi}
+configs:
+  - {configMap: train-config, mountPath: /etc/train}
+  - {secret: wandb, env: true}
+`)
+	_, tasks := co.waitJob(t, id, "runs", func(j *structs.Job, _ []*structs.Task) bool { return j.State == structs.JobRunning })
+	p, err := c.Admin.CoreV1().Pods(ns).Get(ctx, kube.PodName(tasks[0].ID), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, corev1.PodRunning, p.Status.Phase)
+
+	vols := map[string]corev1.Volume{}
+	for _, v := range p.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	require.NotNil(t, vols["volume-0"].PersistentVolumeClaim)
+	assert.Equal(t, "imagenet", vols["volume-0"].PersistentVolumeClaim.ClaimName)
+	assert.False(t, vols["volume-0"].PersistentVolumeClaim.ReadOnly)
+	eph := vols["scratch"].Ephemeral
+	require.NotNil(t, eph)
+	require.NotNil(t, eph.VolumeClaimTemplate)
+	assert.Equal(t, "local-path", *eph.VolumeClaimTemplate.Spec.StorageClassName)
+	assert.True(t, resource.MustParse("200Gi").Equal(eph.VolumeClaimTemplate.Spec.Resources.Requests[corev1.ResourceStorage]))
+	require.NotNil(t, vols["config-0"].ConfigMap)
+	assert.Equal(t, "train-config", vols["config-0"].ConfigMap.Name)
+
+	ct := p.Spec.Containers[0]
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range ct.VolumeMounts {
+		mounts[m.MountPath] = m
+	}
+	assert.Equal(t, corev1.VolumeMount{Name: "volume-0", MountPath: "/data"}, mounts["/data"])
+	assert.Equal(t, corev1.VolumeMount{Name: "scratch", MountPath: "/scratch"}, mounts["/scratch"])
+	assert.Equal(t, corev1.VolumeMount{Name: "config-0", MountPath: "/etc/train", ReadOnly: true}, mounts["/etc/train"])
+	require.Len(t, ct.EnvFrom, 1)
+	require.NotNil(t, ct.EnvFrom[0].SecretRef)
+	assert.Equal(t, "wandb", ct.EnvFrom[0].SecretRef.Name)
+
+	// The Secret's value: never in the Pod, the job's status or a log.
+	raw, err := json.Marshal(p)
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), secretValue)
+	st, err := co.Job(ctx, id)
+	require.NoError(t, err)
+	raw, err = json.Marshal(st)
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), secretValue)
+	assert.Contains(t, string(raw), `"secret":"wandb"`, "the job names the Secret")
+	_, err = co.CancelJob(ctx, id)
+	require.NoError(t, err)
+	co.waitJob(t, id, "ends", func(j *structs.Job, _ []*structs.Task) bool { return j.State.Ended() })
+	assert.NotEmpty(t, co.log.String())
+	assert.NotContains(t, co.log.String(), secretValue)
+}
