@@ -9,11 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/atom-sched/atom/coordinator/fsm"
+	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/cache"
 	"github.com/atom-sched/atom/pkg/cache/cachetest"
+	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -89,4 +93,40 @@ func TestWarmCopiesAndCounts(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "dataset only/a is in no other cluster's cache (looked in a (")
 	assert.Contains(t, err.Error(), cache.ErrUnavailable.Error())
+}
+
+// A term that ends with tasks waiting for a warm-up forgets it placed
+// them: the next leader runs the warm-up and starts them, so this process,
+// leading again later, must count them as inherited, not start them too.
+func TestTermEndForgetsWarmingTasks(t *testing.T) {
+	s := &Server{fsm: fsm.New(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	index := uint64(0)
+	apply := func(c state.Command) {
+		b, err := state.Encode(c)
+		require.NoError(t, err)
+		index++
+		r, ok := s.fsm.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: b}).(fsm.Response)
+		require.True(t, ok)
+		require.NoError(t, r.Err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	apply(&state.ClusterUpsert{Cluster: &structs.Cluster{Name: "b", Backend: "local", Redis: "127.0.0.1:6380"}})
+	apply(&state.NodeUpsert{Node: &structs.Node{Name: "b1", Cluster: "b", State: structs.NodeReady,
+		Capacity: structs.Resources{MilliCPU: 4000, Memory: 8 << 30}}})
+	for _, id := range []structs.JobID{"warm", "plain"} {
+		j := &structs.Job{ID: id, Name: string(id), Kind: structs.KindCommand, Owner: "u1", Priority: structs.PriorityLow,
+			Replicas: 1, Resources: structs.Resources{MilliCPU: 1000, Memory: 1 << 30}}
+		apply(&state.JobSubmit{Job: j, Now: now})
+		pl := sched.Placement{Job: id, Tasks: []sched.TaskPlacement{{ID: structs.TaskID(id + "-0"), Node: "b1",
+			Pool: structs.PublicPool, Resources: j.Resources}}}
+		if id == "warm" {
+			pl.Warm = []string{"lidar/x"}
+		}
+		apply(&state.PlanCommit{Plan: &sched.Plan{Placements: []sched.Placement{pl}}, Now: now,
+			Tokens: map[structs.TaskID]string{structs.TaskID(id + "-0"): "tok-" + string(id)}})
+	}
+	s.notePlaced(map[structs.TaskID]string{"warm-0": "tok-warm", "plain-0": "tok-plain"})
+	s.forgetWarming()
+	assert.False(t, s.placedHere(allocKey{id: "warm-0", token: "tok-warm"}))
+	assert.True(t, s.placedHere(allocKey{id: "plain-0", token: "tok-plain"}))
 }
