@@ -138,6 +138,13 @@ func (f *forwarder) catchUp(ctx context.Context, index uint64) {
 	}
 }
 
+// WarmUps returns the progress of job id's cache warm-ups where this
+// server leads (and runs them); a follower shows the committed warm-ups
+// without progress.
+func (f *forwarder) WarmUps(id structs.JobID) []structs.WarmUpStatus {
+	return f.srv.WarmUps(id)
+}
+
 // Why asks the leader for its reasons.
 func (f *forwarder) Why(id structs.JobID) *sched.Why {
 	if f.srv.IsLeader() {

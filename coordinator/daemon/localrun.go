@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -72,6 +73,12 @@ func NewLocalBackend(run *local.Backend, hb Heartbeater, httpAddrs, atom string,
 	return b
 }
 
+// stateReader is the server's replicated state, which Start reads for the
+// task's cluster (its cache Redis).
+type stateReader interface {
+	Read(fn func(*state.State))
+}
+
 // Start launches task's process: the job's command and args, its env, and
 // atom's ATOM_* variables. Under atom (`atom run [-- CMD ARGS...]`), the
 // job's type decides what runs, so a job without a command is atom's to
@@ -105,6 +112,19 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 	}
 	for k, v := range taskenv.TLS(b.CA) {
 		env[k] = v
+	}
+	if sr, ok := b.hb.(stateReader); ok {
+		var redis string
+		sr.Read(func(st *state.State) { redis = taskenv.ClusterRedis(st.Clusters, st.Nodes, t.Node) })
+		for k, v := range taskenv.CacheEnv(j, redis) {
+			env[k] = v
+		}
+		if redis != "" && j.CacheMountPath != "" {
+			// Every task of this host mounts its own cache: under its
+			// own directory, not the job's mountPath (atom tells the
+			// job where: ATOM_CACHE_DIR).
+			env["ATOM_CACHE_MOUNT"] = filepath.Join(filepath.Dir(b.run.LogPath(string(t.ID))), "cache")
+		}
 	}
 	env["ATOM_HEARTBEAT"] = b.every.String()
 	if b.PluginDir != "" {

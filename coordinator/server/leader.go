@@ -184,6 +184,7 @@ func (s *Server) scheduleLoop(ctx context.Context, inherited map[allocKey]bool) 
 		s.warming = nil
 		s.mu.Unlock()
 		ls.caches.close()
+		s.forgetWarming()
 	}()
 	tick := time.NewTicker(s.cfg.Cycle)
 	defer tick.Stop()
@@ -532,6 +533,27 @@ func (s *Server) notePlaced(tokens map[structs.TaskID]string) {
 	now := time.Now()
 	for id, tok := range tokens {
 		s.placed[allocKey{id: id, token: tok}] = now
+	}
+}
+
+// forgetWarming runs when a term ends: the tasks still waiting for a
+// warm-up are the next leader's, which runs the warm-up again and starts
+// them. This process forgets it placed them, so that, leading again once
+// another has ended the warm-up (and may have started them), it counts
+// them as inherited and does not start them a second time.
+func (s *Server) forgetWarming() {
+	var keys []allocKey
+	s.fsm.Read(func(st *state.State) {
+		for id, t := range st.Tasks {
+			if st.Warming(t) {
+				keys = append(keys, allocKey{id: id, token: st.Tokens[id]})
+			}
+		}
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		delete(s.placed, k)
 	}
 }
 
