@@ -194,6 +194,9 @@ func (c *Client) once(ctx context.Context, r request) error {
 	}
 	if resp.StatusCode >= 300 {
 		var we wire.Error
+		if resp.StatusCode == http.StatusBadRequest && strings.HasPrefix(string(data), "Client sent an HTTP request to an HTTPS server") {
+			return &Error{Status: resp.StatusCode, Message: fmt.Sprintf("coordinator %s serves HTTPS: use an https:// address (and --tls-ca or $%s for its CA)", c.addr, EnvTLSCA)}
+		}
 		if json.Unmarshal(data, &we) != nil || we.Error == "" {
 			we.Error = strings.TrimSpace(string(data))
 			if len(we.Error) > 200 {

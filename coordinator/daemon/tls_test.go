@@ -200,4 +200,7 @@ func TestTLSCluster(t *testing.T) {
 	assert.Less(t, time.Since(start), 3*time.Second, "not retried")
 	_, err = run("--tls-ca", other.CA, "job", "list")
 	assert.ErrorIs(t, err, client.ErrUntrustedCertificate, "another CA does not do either")
+	_, err = run("--addr", "http://"+addrs["s2"], "job", "list")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "coordinator http://"+addrs["s2"]+" serves HTTPS: use an https:// address (and --tls-ca or $ATOM_TLS_CA for its CA)")
 }
