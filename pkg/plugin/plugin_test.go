@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	goplugin "github.com/hashicorp/go-plugin"
+
 	"github.com/atom-sched/atom/pkg/plugin"
 )
 
@@ -26,6 +28,13 @@ func TestMain(m *testing.M) {
 		kind := os.Args[len(os.Args)-1]
 		if k, ok := strings.CutPrefix(filepath.Base(kind), plugin.BinaryPrefix); ok {
 			kind = k
+		}
+		if kind == "oldwire" { // a plugin built for another protocol version
+			hs := plugin.Handshake
+			hs.ProtocolVersion = 99
+			goplugin.Serve(&goplugin.ServeConfig{HandshakeConfig: hs, GRPCServer: goplugin.DefaultGRPCServer,
+				Plugins: goplugin.PluginSet{plugin.PluginName: &plugin.GRPCPlugin{Impl: testTypes["echo"]()}}})
+			os.Exit(0)
 		}
 		plugin.Serve(testTypes[kind]())
 		os.Exit(0)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -127,4 +128,25 @@ func TestParseSums(t *testing.T) {
 		_, err := plugin.ParseSums(strings.NewReader(in))
 		assert.ErrorContains(t, err, want, in)
 	}
+}
+
+// Plugins start only with atom's handshake: a real plugin binary built
+// for another protocol version is refused (with one line), and the
+// binary run by hand, without the magic cookie, refuses to serve.
+func TestPluginHandshake(t *testing.T) {
+	dir, path, _ := installPlugin(t)
+	oldwire := filepath.Join(dir, "atom-plugin-oldwire")
+	require.NoError(t, os.Rename(path, oldwire))
+	_, err := externalLoader(t, dir).Open(context.Background(), "oldwire")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `start plugin for kind "oldwire" (`+oldwire+`): incompatible API version with plugin. Plugin version: 99, Client versions: [1]`)
+	assert.NotContains(t, err.Error(), "\n")
+
+	cmd := exec.Command(oldwire)
+	cmd.Env = []string{"ATOM_TEST_SERVE=1"} // no ATOM_PLUGIN_MAGIC_COOKIE
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, string(out), "This binary is a plugin")
 }
