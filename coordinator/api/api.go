@@ -208,6 +208,7 @@ type server struct {
 	users   map[[sha256.Size]byte]*User // by token hash; read-only after New
 	metrics *metrics                    // nil without a registry
 	logs    LogSource                   // nil: no logs kept here
+	served  []string                    // the patterns handle registered
 }
 
 // ServeHTTP routes r. Requests no route takes get a JSON 404 or 405.

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/api/apitest"
 	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/state"
@@ -141,7 +143,7 @@ func TestAccessMatrix(t *testing.T) {
 		users              [4]int // owner, other, member, admin
 		tok                map[caller]int
 	}
-	const ok, created, nocontent, unauth, forbidden, notfound, conflict = 200, 201, 204, 401, 403, 404, 409
+	const ok, created, nocontent, unauth, forbidden, notfound, conflict, notimpl = 200, 201, 204, 401, 403, 404, 409, 501
 	all := [4]int{ok, ok, ok, ok}
 	adminOnly := func(s int) [4]int { return [4]int{forbidden, forbidden, forbidden, s} }
 	jobAccess := [4]int{ok, notfound, ok, ok}
@@ -151,6 +153,8 @@ func TestAccessMatrix(t *testing.T) {
 		{"GET", "/v1/jobs", "", all, nil},
 		{"GET", "/v1/jobs/web-1", "", jobAccess, nil},
 		{"GET", "/v1/jobs/web-1/why", "", jobAccess, nil},
+		// The test API keeps no logs: past the access check, 501.
+		{"GET", "/v1/jobs/web-1/logs", "", [4]int{notimpl, notfound, notimpl, notimpl}, nil},
 		{"POST", "/v1/jobs/web-1/cancel", "", jobAccess, nil},
 		{"POST", "/v1/jobs/web-1/scale", `{"replicas": 1}`, jobAccess, nil},
 		{"GET", "/v1/quotas", "", all, nil},
@@ -184,6 +188,22 @@ func TestAccessMatrix(t *testing.T) {
 			map[caller]int{alloc: forbidden, sibling: forbidden, expired: forbidden}},
 		{"GET", "/metrics", "", all, nil},
 	}
+	t.Run("every endpoint has a row", func(t *testing.T) {
+		e := apitest.NewEnv(t, "")
+		mux := http.NewServeMux()
+		for _, p := range api.Routes(e.Server.Config.Handler) {
+			mux.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
+		}
+		covered := map[string]bool{}
+		for _, r := range rows {
+			_, p := mux.Handler(httptest.NewRequest(r.method, r.path, nil))
+			require.NotEmpty(t, p, "row %s %s matches no endpoint", r.method, r.path)
+			covered[p] = true
+		}
+		for _, p := range api.Routes(e.Server.Config.Handler) {
+			assert.True(t, covered[p], "endpoint %s has no row in the access matrix: add one with every caller's status", p)
+		}
+	})
 	for _, r := range rows {
 		for _, c := range callers {
 			want := unauth

@@ -33,6 +33,7 @@ type handler func(w http.ResponseWriter, r *http.Request, c caller) (int, any, e
 
 // handle registers h for pattern behind the auth check.
 func (s *server) handle(pattern string, auth authKind, h handler) {
+	s.served = append(s.served, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		start := time.Now()
