@@ -107,6 +107,9 @@ type Config struct {
 	Metrics *prometheus.Registry
 	// Logs, if set, serves GET /v1/jobs/{id}/logs.
 	Logs LogSource
+	// Volumes, if set, serves /v1/volumes (kubernetes clusters' persistent
+	// volumes).
+	Volumes VolumeStore
 }
 
 // Bounds on request bodies other than specs (specs may have
@@ -116,7 +119,7 @@ const maxSmallBody = 64 << 10
 // New returns the API handler over store. cfg.Tokens should come from
 // LoadTokens or ParseTokens, which validate it.
 func New(store Store, cfg Config) http.Handler {
-	s := &server{store: store, clock: cfg.Clock, newID: cfg.NewID, mux: http.NewServeMux(), logs: cfg.Logs,
+	s := &server{store: store, clock: cfg.Clock, newID: cfg.NewID, mux: http.NewServeMux(), logs: cfg.Logs, volumes: cfg.Volumes,
 		users: map[[sha256.Size]byte]*User{}}
 	if s.clock == nil {
 		s.clock = time.Now
@@ -170,6 +173,8 @@ func (s *server) routes(reg *prometheus.Registry) {
 	s.handle("GET /v1/clusters/{name}", authUser, s.getCluster)
 	s.handle("PUT /v1/clusters/{name}", authAdmin, s.putCluster)
 
+	s.volumeRoutes()
+
 	s.handle("POST /v1/tasks/{id}/heartbeat", authTask, s.heartbeat)
 	s.handle("GET /v1/tasks/{id}/peers", authTask, s.peers)
 
@@ -209,6 +214,7 @@ type server struct {
 	metrics *metrics                    // nil without a registry
 	logs    LogSource                   // nil: no logs kept here
 	served  []string                    // the patterns handle registered
+	volumes VolumeStore                 // nil: no kubernetes cluster
 }
 
 // ServeHTTP routes r. Requests no route takes get a JSON 404 or 405.

@@ -173,6 +173,11 @@ func TestAccessMatrix(t *testing.T) {
 		{"GET", "/v1/clusters", "", all, nil},
 		{"GET", "/v1/clusters/local", "", all, nil},
 		{"PUT", "/v1/clusters/local", `{name: local, backend: local}`, adminOnly(ok), nil},
+		// The test API has no kubernetes cluster: past the access check,
+		// 422 (volumes live in one).
+		{"POST", "/v1/volumes", `{"name": "data", "size": "1Gi"}`, [4]int{422, 422, 422, 422}, nil},
+		{"GET", "/v1/volumes", "", [4]int{422, 422, 422, 422}, nil},
+		{"DELETE", "/v1/volumes/data", "", [4]int{422, 422, 422, 422}, nil},
 		// A task reports with its own token only; a token of an ended task
 		// of the same job is refused like a sibling's, another job's like
 		// an unknown one.

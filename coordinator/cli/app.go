@@ -98,7 +98,7 @@ func Main(args []string) int {
 }
 
 func clientCommands() []*cli.Command {
-	return []*cli.Command{jobCommand(), serviceCommand(), quotaCommand(), poolCommand(), nodeCommand(), clusterCommand()}
+	return []*cli.Command{jobCommand(), serviceCommand(), quotaCommand(), poolCommand(), nodeCommand(), clusterCommand(), volumeCommand()}
 }
 
 // usageError is a command used wrongly; it exits 2.

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,4 +73,43 @@ func storage(j *structs.Job) ([]corev1.Volume, []corev1.VolumeMount, []corev1.En
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: c.MountPath, ReadOnly: true})
 	}
 	return vols, mounts, envFrom
+}
+
+// LabelVolume on a PersistentVolumeClaim names the persistent volume of
+// `coordinator volume create` it is.
+const LabelVolume = "atom.io/volume"
+
+// CreateVolume creates persistent volume name: a PersistentVolumeClaim of
+// class VolumeClass, ReadWriteOnce, of size bytes, labelled as atom's and
+// owner's, in the backend's namespace.
+func (b *Backend) CreateVolume(ctx context.Context, name string, size int64, owner structs.UserID) (*corev1.PersistentVolumeClaim, error) {
+	class := VolumeClass
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.cfg.Namespace,
+			Labels: map[string]string{LabelManaged: "atom", LabelCluster: LabelValue(string(b.cfg.Cluster)), LabelVolume: LabelValue(name),
+				LabelOwner: LabelValue(string(owner))},
+			Annotations: map[string]string{LabelOwner: string(owner)}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &class,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: *resource.NewQuantity(size, resource.BinarySI)}},
+		},
+	}
+	return b.cfg.Client.CoreV1().PersistentVolumeClaims(b.cfg.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+}
+
+// Volumes lists the backend's persistent volumes.
+func (b *Backend) Volumes(ctx context.Context) ([]corev1.PersistentVolumeClaim, error) {
+	list, err := b.cfg.Client.CoreV1().PersistentVolumeClaims(b.cfg.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(b.cfg.Cluster)) + "," + LabelVolume})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// DeleteVolume deletes persistent volume name's claim.
+func (b *Backend) DeleteVolume(ctx context.Context, name string) error {
+	return b.cfg.Client.CoreV1().PersistentVolumeClaims(b.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/atom-sched/atom/coordinator/api"
+	"github.com/atom-sched/atom/coordinator/cli"
 	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/kube"
@@ -97,6 +98,24 @@ func startCoordinator(t *testing.T, ttl, grace time.Duration, clusters map[strin
 		return err == nil && len(nodes) == want
 	}, 30*time.Second, 50*time.Millisecond, "the coordinator has the clusters' %d nodes", want)
 	return cl
+}
+
+// run runs the coordinator CLI against the server as the admin.
+func (c *coordinator) run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	app := cli.App()
+	app.Writer, app.ErrWriter = &out, &out
+	err := app.RunContext(context.Background(), append([]string{"coordinator", "--addr", c.d.URL, "--token", adminToken}, args...))
+	return out.String(), err
+}
+
+// cli is run that fails the test on an error.
+func (c *coordinator) cli(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := c.run(t, args...)
+	require.NoError(t, err, out)
+	return out
 }
 
 // submit submits spec and returns the job's ID.

@@ -27,14 +27,7 @@ func TestStorage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const secretValue = "wandb-0123456789abcdef-do-not-print"
-	class := kube.VolumeClass
-	_, err := c.Admin.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "imagenet", Namespace: ns},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class,
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("100Gi")}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = c.Admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wandb", Namespace: ns},
+	_, err := c.Admin.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wandb", Namespace: ns},
 		StringData: map[string]string{"WANDB_API_KEY": secretValue}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = c.Admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "train-config", Namespace: ns},
@@ -42,6 +35,22 @@ func TestStorage(t *testing.T) {
 	require.NoError(t, err)
 
 	co := startCoordinator(t, 5*time.Second, time.Minute, map[string]*k8stest.Cluster{"k8s": c})
+
+	// coordinator volume create: a PersistentVolumeClaim of class
+	// ceph-rbd, ReadWriteOnce, of the size asked.
+	assert.Equal(t, "volume imagenet created in cluster k8s: 100Gi of class ceph-rbd\n",
+		co.cli(t, "volume", "create", "imagenet", "--size", "100Gi"))
+	pvc, err := c.Admin.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "imagenet", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, kube.VolumeClass, *pvc.Spec.StorageClassName)
+	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, pvc.Spec.AccessModes)
+	assert.True(t, resource.MustParse("100Gi").Equal(pvc.Spec.Resources.Requests[corev1.ResourceStorage]))
+	_, err = co.run(t, "volume", "create", "imagenet", "--size", "1Gi")
+	assert.EqualError(t, err, `volume "imagenet" in cluster k8s already exists`)
+	_, err = co.run(t, "volume", "create", "scratch", "--size", "0")
+	assert.EqualError(t, err, `volume size "0" is not allowed: use a quantity above 0 such as 100Gi`)
+	_, err = co.run(t, "volume", "create", "scratch", "--size", "1Gi", "--cluster", "elsewhere")
+	assert.EqualError(t, err, `cluster "elsewhere" is not a kubernetes cluster: use one of k8s`)
 	id := co.submit(t, `kind: command
 name: train
 command: [python, train.py]
@@ -94,9 +103,22 @@ configs:
 	require.NoError(t, err)
 	assert.NotContains(t, string(raw), secretValue)
 	assert.Contains(t, string(raw), `"secret":"wandb"`, "the job names the Secret")
+	// In use: listed with its job, not deleted.
+	assert.Regexp(t, `NAME\s+CLUSTER\s+SIZE\s+CLASS\s+PHASE\s+OWNER\s+USED BY\nimagenet\s+k8s\s+100Gi\s+ceph-rbd\s+Pending\s+dev\s+`+string(id)+`\n`,
+		co.cli(t, "volume", "list"))
+	_, err = co.run(t, "volume", "delete", "imagenet")
+	assert.EqualError(t, err, `volume "imagenet" is in use by job `+string(id)+`: cancel it or wait for it to end`)
+
 	_, err = co.CancelJob(ctx, id)
 	require.NoError(t, err)
 	co.waitJob(t, id, "ends", func(j *structs.Job, _ []*structs.Task) bool { return j.State.Ended() })
+	assert.Equal(t, "volume imagenet deleted\n", co.cli(t, "volume", "delete", "imagenet"))
+	// Deleted: Kubernetes' pvc-protection finalizer keeps the claim
+	// until a controller-manager (none runs here) sees no Pod uses it.
+	assert.Regexp(t, `\nimagenet\s+k8s\s+100Gi\s+ceph-rbd\s+Terminating\s+dev\s+-\n$`, co.cli(t, "volume", "list"))
+	pvc, err = c.Admin.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "imagenet", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotNil(t, pvc.DeletionTimestamp)
 	assert.NotEmpty(t, co.log.String())
 	assert.NotContains(t, co.log.String(), secretValue)
 }
