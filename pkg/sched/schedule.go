@@ -88,6 +88,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 	})
 
 	failed := make([]failure, 0, len(jobs)/2)
+	vols := newVolumeUse(w.snap)
 	for _, j := range jobs {
 		// 3. Timeout, then placement.
 		if j.State == structs.JobPending && !in.Now.Before(pendingSince(j).Add(j.Timeout())) {
@@ -99,6 +100,13 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		if w.victim[j.ID] {
 			// Being stopped (preempted now or earlier): it is requeued
 			// once its tasks have stopped, not topped up.
+			continue
+		}
+		if msg := vols.wait(j); msg != "" {
+			plan.Pending[j.ID] = &Why{Message: msg}
+			if in.OnDecision != nil {
+				in.OnDecision(j.ID, false)
+			}
 			continue
 		}
 		pools := w.eligiblePools(j)
@@ -127,6 +135,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		if pl != nil {
 			if len(pl.Tasks) > 0 {
 				plan.Placements = append(plan.Placements, *pl)
+				vols.add(j)
 			}
 			w.dropHolds(j.ID)
 			if in.OnDecision != nil {

@@ -109,9 +109,22 @@ configs:
 	_, err = co.run(t, "volume", "delete", "imagenet")
 	assert.EqualError(t, err, `volume "imagenet" is in use by job `+string(id)+`: cancel it or wait for it to end`)
 
+	// A second job that writes it waits, and says why, until the first ends.
+	second := co.submit(t, "kind: command\nname: eval\ncommand: [python, eval.py]\nresources: {accelerators: {type: A100, count: 1}}\n"+
+		"volumes: [{name: data, claim: imagenet, mountPath: /data}]\n")
+	require.Eventually(t, func() bool {
+		w, err := co.Why(ctx, second)
+		return err == nil && w.Message == "waits for volume imagenet: job "+string(id)+" mounts it read-write (one job at a time)"
+	}, 20*time.Second, 50*time.Millisecond, "the second writer waits for the first")
+	assert.Empty(t, pods(t, c, second))
+
 	_, err = co.CancelJob(ctx, id)
 	require.NoError(t, err)
 	co.waitJob(t, id, "ends", func(j *structs.Job, _ []*structs.Task) bool { return j.State.Ended() })
+	co.waitJob(t, second, "runs", func(j *structs.Job, _ []*structs.Task) bool { return j.State == structs.JobRunning })
+	_, err = co.CancelJob(ctx, second)
+	require.NoError(t, err)
+	co.waitJob(t, second, "ends", func(j *structs.Job, _ []*structs.Task) bool { return j.State.Ended() })
 	assert.Equal(t, "volume imagenet deleted\n", co.cli(t, "volume", "delete", "imagenet"))
 	// Deleted: Kubernetes' pvc-protection finalizer keeps the claim
 	// until a controller-manager (none runs here) sees no Pod uses it.
