@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/atom-sched/atom/internal/tlstest"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/internal/tlstest"
 	st "github.com/atom-sched/atom/pkg/sched/schedtest"
 	"github.com/atom-sched/atom/pkg/structs"
 )
