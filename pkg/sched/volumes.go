@@ -18,6 +18,16 @@ type volumeUse struct {
 // newVolumeUse is the claims mounted by the jobs that hold resources.
 func newVolumeUse(snap *Snapshot) *volumeUse {
 	u := &volumeUse{writer: map[string]structs.JobID{}, readers: map[string]structs.JobID{}}
+	any := false
+	for _, j := range snap.Jobs {
+		if len(j.Volumes) > 0 {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return u // the common case: no job mounts a volume, nothing to look up per task
+	}
 	for _, t := range snap.Tasks {
 		if j := snap.Jobs[t.Job]; j != nil {
 			u.add(j)
