@@ -17,7 +17,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
-	"github.com/atom-sched/atom/internal/tlstest"
+	"github.com/atom-sched/atom/pkg/tlstest"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 

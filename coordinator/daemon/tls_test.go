@@ -19,7 +19,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/server"
-	"github.com/atom-sched/atom/internal/tlstest"
+	"github.com/atom-sched/atom/pkg/tlstest"
 )
 
 // syncBuffer is a log sink tests read while servers write to it.

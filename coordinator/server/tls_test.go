@@ -9,7 +9,7 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
-	"github.com/atom-sched/atom/internal/tlstest"
+	"github.com/atom-sched/atom/pkg/tlstest"
 	st "github.com/atom-sched/atom/pkg/sched/schedtest"
 	"github.com/atom-sched/atom/pkg/structs"
 )
