@@ -3,7 +3,7 @@
 // as task events through a Pod informer; NodeSync follows the cluster's
 // Node objects into the coordinator's state.
 //
-//	server ──Start(task, job, token)──▶ Pod (unbound, schedulerName atom) + Secret (token)
+//	server ──Start(task, job, token)──▶ Pod (schedulerName atom; a gang's unbound, others bound) + Secret (token)
 //	                                    once every Pod of the gang exists: Binding to each task's node
 //	server ──Stop(task, grace)────────▶ delete Pod (grace) and its Secret
 //	Pod informer ──phase changes──────▶ Heartbeater: Running, Succeeded/Failed (exit code), Lost (deleted or
@@ -222,9 +222,9 @@ func (b *Backend) Close() {
 	b.wg.Wait()
 }
 
-// Start creates task t's Pod, unbound, and its Secret, then binds the
-// Pods of t's gang to their nodes once all of them exist (at once for a
-// task that is no gang's). A Pod already there for the same allocation (a
+// Start creates task t's Pod and its Secret; a gang's Pods are created
+// unbound and bound to their nodes once all of them exist (a task that is
+// no gang's is created bound). A Pod already there for the same allocation (a
 // retried Start) is success. A Pod or Secret that cannot be created is
 // taken back and t reported Lost before it started: the coordinator
 // requeues its job and stops the rest of the gang, none of which ran.
@@ -273,7 +273,7 @@ func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
 		return b.failStart(ctx, t, j, fmt.Errorf("create secret %s/%s: %w", b.cfg.Namespace, sec.Name, err))
 	}
 	if created.Spec.NodeName != "" {
-		return nil // bound by an earlier Start
+		return nil // no gang's (bound at creation), or bound by an earlier Start
 	}
 	return b.bindGang(ctx, t, j)
 }
@@ -358,8 +358,10 @@ func (b *Backend) Secret(t *structs.Task, j *structs.Job, token string, pod *cor
 	return s
 }
 
-// Pod is task t's Pod: unbound, under the backend's scheduler name, t.Node
-// in its annotation atom.io/node (Start binds it there), its job's
+// Pod is task t's Pod: under the backend's scheduler name, t.Node in its
+// annotation atom.io/node, unbound if t is a gang's (Start binds it
+// there), else bound to t.Node at once (spec.nodeName: one write to the
+// API server fewer, which is what bounds starting many tasks), its job's
 // priority class,
 // requests = limits of t's allocation (whole GPUs as nvidia.com/gpu), the
 // job's image running `/app/atom run [--grace G] [-- CMD ARGS...]`, the
@@ -400,10 +402,15 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 		}
 	}
 	annotations[AnnotationNode] = string(t.Node)
+	var nodeName string
+	if !j.IsGang() {
+		nodeName = string(t.Node)
+	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: PodName(t.ID), Namespace: b.cfg.Namespace, Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			SchedulerName:                b.cfg.SchedulerName,
+			NodeName:                     nodeName,
 			PriorityClassName:            PriorityClass(j.Priority),
 			RestartPolicy:                corev1.RestartPolicyNever,
 			Tolerations:                  slices.Clone(j.Tolerations),
