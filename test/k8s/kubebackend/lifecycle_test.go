@@ -77,6 +77,28 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("evicted", func(t *testing.T) {
+		// The kubelet evicts a Pod: the task is lost, not failed (the
+		// job's reason says so; restartPolicy OnFailure would restart it).
+		id := co.submit(t, "kind: command\nname: etl\ncommand: [python, etl.py]\nresources: {accelerators: {type: A100, count: 1}}\n")
+		_, tasks := co.waitJob(t, id, "runs", func(j *structs.Job, _ []*structs.Task) bool { return j.State == structs.JobRunning })
+		require.Len(t, tasks, 1)
+		p, err := c.Admin.CoreV1().Pods(ns).Get(ctx, kube.PodName(tasks[0].ID), metav1.GetOptions{})
+		require.NoError(t, err)
+		p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
+		p.Status.Conditions, p.Status.ContainerStatuses = nil, nil
+		_, err = c.Admin.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		j, tasks := co.waitJob(t, id, "ends", func(j *structs.Job, _ []*structs.Task) bool { return j.State.Ended() })
+		assert.Equal(t, structs.JobFailed, j.State)
+		assert.Equal(t, "replica 0 was lost: pod "+ns+"/"+p.Name+" failed outside its task: Evicted: The node was low on resource: memory.", j.Reason)
+		assert.Equal(t, structs.TaskLost, tasks[0].State)
+		require.Eventually(t, func() bool {
+			_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}, 20*time.Second, 50*time.Millisecond, "the evicted Pod is deleted")
+	})
+
 	t.Run("node-not-ready", func(t *testing.T) {
 		id := co.submit(t, "kind: service\nname: infer\ncommand: [serve]\nreplicas: 2\nresources: {accelerators: {type: A100, count: 8}}\n")
 		co.waitJob(t, id, "runs", func(j *structs.Job, _ []*structs.Task) bool { return j.State == structs.JobRunning })
@@ -103,12 +125,7 @@ func TestLifecycle(t *testing.T) {
 		assert.NotEqual(t, dead.Spec.NodeName, moved.Spec.NodeName)
 		assert.NotEqual(t, other.Spec.NodeName, moved.Spec.NodeName)
 		_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, dead.Name, metav1.GetOptions{})
-		if err == nil {
-			p, _ := c.Admin.CoreV1().Pods(ns).Get(ctx, dead.Name, metav1.GetOptions{})
-			assert.NotEqual(t, dead.UID, p.UID, "the Pod on the dead node is deleted")
-		} else {
-			assert.True(t, apierrors.IsNotFound(err), "the Pod on the dead node is deleted: %v", err)
-		}
+		assert.True(t, apierrors.IsNotFound(err), "the Pod on the dead node is deleted: %v", err)
 		co.waitJob(t, id, "runs its two replicas", func(j *structs.Job, tasks []*structs.Task) bool {
 			return j.State == structs.JobRunning && len(running(tasks)) == 2
 		})
