@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s demo gpu-check deps-cache bench-fuse chaos
+.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s bench-k8s demo gpu-check deps-cache bench-fuse chaos
 
 all: build
 
@@ -77,6 +77,12 @@ k8s-tools:
 # Only the tests against the real API server.
 test-k8s: deps deps-etcd k8s-tools
 	$(GO) test -race -count=1 -v ./test/k8s/...
+
+# atom vs kube-scheduler on the same kind of cluster (200 kwok nodes of 8
+# GPUs, 1,000 one-GPU tasks): submission to all Pods Running, side by
+# side; key=value lines, the last k8s_speedup_vs_kube_scheduler (target >= 5).
+bench-k8s: deps deps-etcd k8s-tools
+	$(GO) run ./test/benchk8s
 
 # The dataset cache (pkg/cache, atom/internal/cachefs, atom cache): Redis
 # for its tests, fusermount (fuse3), and the FUSE 2 headers and library
