@@ -163,6 +163,17 @@ func TestJobCommands(t *testing.T) {
 	out = must(t, e, "m1", "job", "status", "web-00001")
 	assert.Contains(t, out, "  Stopped: ScaledDown (exit 143)  ")
 	assert.NotContains(t, out, "Failed")
+	// a replica that exits is placed again, and status counts it.
+	var live structs.TaskID
+	for _, tk := range e.Store.Tasks("web-00001") {
+		if tk.State.HoldsResources() {
+			live = tk.ID
+		}
+	}
+	e.Store.Must(t, &state.TaskUpdate{Events: []state.TaskEvent{{Task: live, State: structs.TaskFailed, ExitCode: 1, Time: apitest.T0}}})
+	out = must(t, e, "m1", "job", "status", "web-00001")
+	assert.Contains(t, out, "replica 0 failed with exit code 1; placing it again\n")
+	assert.Contains(t, out, "Restarts:   1 replica(s) placed again\n")
 	assert.Equal(t, "job web-00001 cancelled\n", must(t, e, "u1", "job", "cancel", "web-00001"))
 	_, err = run(t, e, "u1", "job", "cancel", "web-00001")
 	assert.ErrorContains(t, err, "already ended")

@@ -242,6 +242,13 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	}
 	kv("Submitted", when(j.SubmitTime))
 	kv("Attempt", j.Attempt)
+	if j.ReplicaRestarts > 0 {
+		restarts := fmt.Sprintf("%d replica(s) placed again", j.ReplicaRestarts)
+		if !j.BackoffUntil.IsZero() && time.Now().Before(j.BackoffUntil) {
+			restarts += fmt.Sprintf("; back-off until %s", when(j.BackoffUntil))
+		}
+		kv("Restarts", restarts)
+	}
 	if len(j.Charged) > 0 {
 		kv("Charged", string(j.ChargedScope)+" "+resourceList(j.Charged))
 	}

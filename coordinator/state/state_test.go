@@ -22,6 +22,7 @@ type logged struct {
 	t   *testing.T
 	s   *state.State
 	log [][]byte
+	seq int // task IDs made by recycle
 }
 
 func newLogged(t *testing.T, nodes ...*structs.Node) *logged {

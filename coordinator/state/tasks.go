@@ -202,8 +202,12 @@ func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempte
 // afterExit runs when a task ended on its own.
 func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
 	j := s.Jobs[id]
-	if j.State.Ended() || j.Kind == structs.KindService {
-		return // a service replica is placed again by the next cycle
+	if j.State.Ended() {
+		return
+	}
+	if j.Kind == structs.KindService {
+		s.replicaExited(j, t, e)
+		return
 	}
 	if e.State == structs.TaskSucceeded {
 		if j.Kind == structs.KindMPI && t.Index == 0 {

@@ -154,6 +154,36 @@ type Job struct {
 	// WarmUps are the cache warm-ups the job's placed tasks wait for
 	// (one per cluster that lacked its datasets); empty when none.
 	WarmUps []WarmUp `json:"warmUps,omitempty"`
+	// Services only: ReplicaRestarts counts replicas placed again after
+	// one exited; CrashLoop counts those exits in a row (reset by a
+	// replica that ran ServiceBackoffReset); no replica is placed again
+	// before BackoffUntil.
+	ReplicaRestarts int       `json:"replicaRestarts,omitempty"`
+	CrashLoop       int       `json:"crashLoop,omitempty"`
+	BackoffUntil    time.Time `json:"backoffUntil,omitzero"`
+}
+
+// A service replica that exits is placed again at once the first time,
+// then after 10 s, 20 s, 40 s... at most 5 minutes; a replica that ran 10
+// minutes resets the count. These are the kubelet's CrashLoopBackOff
+// figures (Kubernetes, "Pod Lifecycle: container restarts").
+const (
+	ServiceBackoffBase  = 10 * time.Second
+	ServiceBackoffMax   = 5 * time.Minute
+	ServiceBackoffReset = 10 * time.Minute
+)
+
+// ServiceBackoff returns how long a service waits before placing a
+// replica again after its crashLoop-th exit in a row (1-based).
+func ServiceBackoff(crashLoop int) time.Duration {
+	if crashLoop <= 1 {
+		return 0
+	}
+	d := ServiceBackoffBase
+	for i := 2; i < crashLoop && d < ServiceBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, ServiceBackoffMax)
 }
 
 // Volume mounts a persistent volume claim (Ceph RBD) into every replica.

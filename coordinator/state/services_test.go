@@ -1,0 +1,113 @@
+package state_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
+	st "github.com/atom-sched/atom/pkg/sched/schedtest"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// exit reports the live replica of service s-1 ended at now.
+func (l *logged) exit(now time.Time, st structs.TaskState, code int) structs.TaskID {
+	l.t.Helper()
+	tk := l.live("s-1")
+	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: tk.ID, State: st, ExitCode: code, Time: now}}})
+	return tk.ID
+}
+
+// recycle schedules like cycle, naming each task uniquely as the
+// leader does (a replica placed again gets a new task).
+func (l *logged) recycle(now time.Time) state.CommitResult {
+	l.t.Helper()
+	p := sched.Schedule(l.s.Snapshot(), sched.Input{Pending: l.s.Pending(), Now: now})
+	p.Pending = nil
+	for _, pl := range p.Placements {
+		for i := range pl.Tasks {
+			l.seq++
+			pl.Tasks[i].ID = structs.NewTaskID(pl.Job, pl.Tasks[i].Index, fmt.Sprintf("%04x", l.seq))
+		}
+	}
+	return l.must(&state.PlanCommit{Plan: p, Now: now}).(state.CommitResult)
+}
+
+// A crash-looping service replica is placed again at once, then after
+// 10 s, 20 s, 40 s ... (capped at 5 minutes), as the kubelet's
+// CrashLoopBackOff; the scheduler says why it waits. A replica that ran
+// 10 minutes resets the count; a lost replica (not the service's fault)
+// waits for nothing.
+func TestServiceRestartBackoff(t *testing.T) {
+	l := newLogged(t, st.C64("c1"))
+	l.must(&state.JobSubmit{Job: job("s-1", st.NewJob("s", "u1").Low().Service(1, 1).CPU(1, 1)), Now: t0})
+	now := t0
+	l.recycle(now)
+	l.report(now, structs.TaskRunning, 0, "s-1")
+
+	wantWait := []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second}
+	for i, wait := range wantWait {
+		now = now.Add(time.Second)
+		l.exit(now, structs.TaskFailed, 1)
+		s := l.s.Jobs["s-1"]
+		require.Equal(t, i+1, s.CrashLoop)
+		require.Equal(t, now.Add(wait), s.BackoffUntil, "exit %d", i+1)
+		if wait > 0 {
+			assert.Contains(t, s.Reason, "replica 0 failed with exit code 1; placing it again after a back-off of "+wait.String())
+			p := sched.Schedule(l.s.Snapshot(), sched.Input{Pending: l.s.Pending(), Now: now.Add(wait - time.Second)})
+			assert.Empty(t, p.Placements, "not before the back-off ends")
+			require.Contains(t, p.Pending, structs.JobID("s-1"))
+			assert.Contains(t, p.Pending["s-1"].Message, fmt.Sprintf("restart back-off: %d replica exits in a row", i+1))
+			now = now.Add(wait)
+		}
+		require.Len(t, l.recycle(now).Placed, 1, "placed again once the back-off ended")
+		l.report(now, structs.TaskRunning, 0, "s-1")
+	}
+	assert.Equal(t, 4, l.s.Jobs["s-1"].ReplicaRestarts)
+	assert.Equal(t, 5*time.Minute, structs.ServiceBackoff(40), "capped")
+
+	// Ten minutes of running resets the count: the next exit restarts at once.
+	now = now.Add(10 * time.Minute)
+	l.exit(now, structs.TaskSucceeded, 0)
+	s := l.s.Jobs["s-1"]
+	assert.Equal(t, 1, s.CrashLoop)
+	assert.Equal(t, now, s.BackoffUntil)
+	assert.Equal(t, "replica 0 exited 0; placing it again", s.Reason)
+	l.recycle(now)
+	l.report(now, structs.TaskRunning, 0, "s-1")
+
+	// Lost is not a crash.
+	l.exit(now.Add(time.Second), structs.TaskLost, 0)
+	s = l.s.Jobs["s-1"]
+	assert.Equal(t, 1, s.CrashLoop)
+	assert.Equal(t, now, s.BackoffUntil)
+	require.Len(t, l.recycle(now.Add(time.Second)).Placed, 1)
+}
+
+// A service keeps only its newest KeepEndedReplicas ended tasks.
+func TestServicePrunesEndedReplicas(t *testing.T) {
+	l := newLogged(t, st.C64("c1"))
+	l.must(&state.JobSubmit{Job: job("s-1", st.NewJob("s", "u1").Low().Service(1, 1).CPU(1, 1)), Now: t0})
+	var ended []structs.TaskID
+	now := t0
+	for range state.KeepEndedReplicas + 3 {
+		l.recycle(now)
+		l.report(now, structs.TaskRunning, 0, "s-1")
+		now = now.Add(time.Hour) // past the reset: no back-off
+		ended = append(ended, l.exit(now, structs.TaskFailed, 1))
+	}
+	var kept []structs.TaskID
+	for _, tk := range l.s.TasksOf("s-1") {
+		kept = append(kept, tk.ID)
+	}
+	assert.ElementsMatch(t, ended[3:], kept, "the newest %d ended tasks", state.KeepEndedReplicas)
+	for _, id := range ended[:3] {
+		assert.NotContains(t, l.s.Tasks, id)
+		assert.NotContains(t, l.s.Tokens, id)
+	}
+	assert.Equal(t, state.KeepEndedReplicas+3, l.s.Jobs["s-1"].ReplicaRestarts)
+}
