@@ -170,9 +170,10 @@ func TestJobCommands(t *testing.T) {
 			live = tk.ID
 		}
 	}
-	e.Store.Must(t, &state.TaskUpdate{Events: []state.TaskEvent{{Task: live, State: structs.TaskFailed, ExitCode: 1, Time: apitest.T0}}})
+	e.Store.Must(t, &state.TaskUpdate{Events: []state.TaskEvent{{Task: live, State: structs.TaskFailed, ExitCode: 1, Message: "out of memory", Time: apitest.T0}}})
 	out = must(t, e, "m1", "job", "status", "web-00001")
-	assert.Contains(t, out, "replica 0 failed with exit code 1; placing it again\n")
+	assert.Contains(t, out, "replica 0 failed with exit code 1: out of memory; placing it again\n")
+	assert.Contains(t, out, "  Failed (exit 1): out of memory  ")
 	assert.Contains(t, out, "Restarts:   1 replica(s) placed again\n")
 	assert.Equal(t, "job web-00001 cancelled\n", must(t, e, "u1", "job", "cancel", "web-00001"))
 	_, err = run(t, e, "u1", "job", "cancel", "web-00001")

@@ -310,7 +310,9 @@ func taskState(t *structs.Task) string {
 	case t.StopReason != "" && t.State == structs.TaskStopping:
 		return fmt.Sprintf("%s (%s)", t.State, t.StopReason)
 	case ended:
-		return fmt.Sprintf("%s (exit %d)", t.State, t.ExitCode)
+		return fmt.Sprintf("%s (exit %d)%s", t.State, t.ExitCode, reasonSuffix(t.Message))
+	case t.State == structs.TaskLost:
+		return string(t.State) + reasonSuffix(strings.TrimPrefix(strings.TrimPrefix(t.Message, "lost"), ": "))
 	}
 	return string(t.State)
 }

@@ -81,6 +81,7 @@ func TestPreflightQuarantinesAndRequeues(t *testing.T) {
 	l.preflight(t1, first.ID, eccMsg, 1)
 	assert.Equal(t, []structs.Quarantine{{Accel: 1, Reason: eccMsg, Since: t1, Task: first.ID}}, l.s.Nodes[first.Node].Quarantined)
 	assert.Equal(t, structs.TaskFailed, l.s.Tasks[first.ID].State)
+	assert.Equal(t, "PreflightFailed: "+eccMsg, l.s.Tasks[first.ID].Message, "the task says why, after its job moved on")
 	a := l.s.Jobs["a-1"]
 	assert.Equal(t, structs.JobPending, a.State)
 	assert.Equal(t, "requeued: accelerator 1 of node n1 failed preflight: "+eccMsg, a.Reason)

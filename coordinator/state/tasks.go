@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/atom-sched/atom/pkg/structs"
@@ -85,7 +86,7 @@ func (s *State) taskEvent(e TaskEvent) {
 	}
 	stopping, reason := t.State == structs.TaskStopping, t.StopReason
 	unstarted := t.State == structs.TaskScheduled && e.State == structs.TaskLost
-	s.putTask(t.ID, func(t *structs.Task) { t.State, t.ExitCode = e.State, e.ExitCode })
+	s.putTask(t.ID, func(t *structs.Task) { t.State, t.ExitCode, t.Message = e.State, e.ExitCode, endMessage(e) })
 	if e.Reason == structs.ReasonPreflightFailed {
 		handled, msg := s.preflightFailed(t, e, j != nil && t.Attempt == j.Attempt && !stopping)
 		switch {
@@ -243,6 +244,22 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
 	if !stopped && !s.holding(s.Jobs[id]) {
 		s.requeue(id, "restarting: "+why, e.Time, false)
 	}
+}
+
+// endMessage is what a task keeps of the event that ended it.
+func endMessage(e TaskEvent) string {
+	m := e.Message
+	switch {
+	case e.State == structs.TaskLost:
+		m = "lost" + suffix(m)
+	case e.Reason != "":
+		m = e.Reason + suffix(m)
+	}
+	const limit = 1024 // atom sends a line; the state keeps at most this
+	if len(m) > limit {
+		m = strings.ToValidUTF8(m[:limit], "") + "..."
+	}
+	return m
 }
 
 func describeExit(e TaskEvent) string {

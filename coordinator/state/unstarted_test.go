@@ -49,10 +49,12 @@ func TestLostAfterStartFails(t *testing.T) {
 	l.must(&state.JobSubmit{Job: job("b-1", st.NewJob("b", "u1").Low().CPU(1, 1)), Now: t0})
 	l.cycle(t0)
 	l.report(t0, structs.TaskRunning, 0, "b-1")
-	l.lost(l.live("b-1").ID)
+	id := l.live("b-1").ID
+	l.lost(id)
 	b := l.s.Jobs["b-1"]
 	assert.Equal(t, structs.JobFailed, b.State)
 	assert.Equal(t, "replica 0 was lost: no heartbeat for 15s", b.Reason)
+	assert.Equal(t, "lost: no heartbeat for 15s", l.s.Tasks[id].Message, "the task keeps why it ended")
 }
 
 // Requeues after unstarted losses are bounded; they leave an OnFailure

@@ -76,6 +76,9 @@ type Task struct {
 	ScheduledAt time.Time `json:"scheduledAt"`
 	StartedAt   time.Time `json:"startedAt,omitempty"`
 	ExitCode    int       `json:"exitCode,omitempty"`
+	// Message says why an ended task ended, when more than its exit code
+	// tells: "PreflightFailed: ...", "lost: no heartbeat for 15s".
+	Message string `json:"message,omitempty"`
 }
 
 // MakeTaskID returns the ID of replica index of job attempt.
