@@ -294,7 +294,7 @@ func warmUpLine(w structs.WarmUpStatus) string {
 	case w.Running:
 		line += ": finding the datasets"
 	default:
-		line += ": waiting (progress shows on the leader)"
+		line += ": waiting for the leader to start it"
 	}
 	return line + ", since " + when(w.Since)
 }

@@ -25,7 +25,7 @@ func TestWarmUpLines(t *testing.T) {
 		"finding": {structs.WarmUpStatus{WarmUp: w, Running: true},
 			"cluster b: lidar/x, video/y: finding the datasets, since 2026-05-01 12:00:00"},
 		"follower": {structs.WarmUpStatus{WarmUp: w},
-			"cluster b: lidar/x, video/y: waiting (progress shows on the leader), since 2026-05-01 12:00:00"},
+			"cluster b: lidar/x, video/y: waiting for the leader to start it, since 2026-05-01 12:00:00"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) { assert.Equal(t, tc.want, warmUpLine(tc.st)) })

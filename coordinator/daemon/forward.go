@@ -24,6 +24,7 @@ import (
 const (
 	pathApply = "/internal/v1/apply"
 	pathWhy   = "/internal/v1/why/"
+	pathWarm  = "/internal/v1/warmups/"
 	pathJoin  = "/internal/v1/join"
 	pathIndex = "/internal/v1/index"
 )
@@ -138,11 +139,16 @@ func (f *forwarder) catchUp(ctx context.Context, index uint64) {
 	}
 }
 
-// WarmUps returns the progress of job id's cache warm-ups where this
-// server leads (and runs them); a follower shows the committed warm-ups
-// without progress.
+// WarmUps returns the progress of job id's cache warm-ups, which the
+// leader runs: a follower asks it (and shows the committed warm-ups
+// without progress if it cannot).
 func (f *forwarder) WarmUps(id structs.JobID) []structs.WarmUpStatus {
-	return f.srv.WarmUps(id)
+	if f.srv.IsLeader() {
+		return f.srv.WarmUps(id)
+	}
+	var out []structs.WarmUpStatus
+	f.askLeader(pathWarm+string(id), &out)
+	return out
 }
 
 // Why asks the leader for its reasons.
@@ -150,28 +156,33 @@ func (f *forwarder) Why(id structs.JobID) *sched.Why {
 	if f.srv.IsLeader() {
 		return f.srv.Why(id)
 	}
+	var w *sched.Why
+	if !f.askLeader(pathWhy+string(id), &w) {
+		return nil
+	}
+	return w
+}
+
+// askLeader GETs path from the leader into out; false if it could not.
+func (f *forwarder) askLeader(path string, out any) bool {
 	lid, _ := f.srv.Leader()
 	url, ok := f.peers[lid]
 	if !ok {
-		return nil
+		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+pathWhy+string(id), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+path, nil)
 	if err != nil {
-		return nil
+		return false
 	}
 	req.Header.Set("Authorization", "Bearer "+f.secret)
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return nil
+		return false
 	}
 	defer resp.Body.Close()
-	var w *sched.Why
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&w) != nil {
-		return nil
-	}
-	return w
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(out) == nil
 }
 
 func (f *forwarder) post(ctx context.Context, url string, body []byte, out any) error {
@@ -362,6 +373,10 @@ func (f *forwarder) internal(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+pathWhy+"{id}", auth(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(f.srv.Why(structs.JobID(r.PathValue("id"))))
+	}))
+	mux.HandleFunc("GET "+pathWarm+"{id}", auth(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(f.srv.WarmUps(structs.JobID(r.PathValue("id"))))
 	}))
 	mux.HandleFunc("POST "+pathJoin, auth(func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ ID, RaftAddr string }

@@ -33,8 +33,9 @@ type WarmUpEnd struct {
 	Now     time.Time         `json:"now"`
 }
 
-// MsgWarmUpEnd is WarmUpEnd's log type.
-const MsgWarmUpEnd MsgType = 14
+// MsgWarmUpEnd is WarmUpEnd's log type (14 is MsgExecutorAdd's: the
+// values of commands.go and this one must stay distinct).
+const MsgWarmUpEnd MsgType = 15
 
 func init() { register(MsgWarmUpEnd, func() Command { return &WarmUpEnd{} }) }
 

@@ -170,8 +170,17 @@ quotas:
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		st, err := c.Job(ctx, sub.JobID)
-		return err == nil && len(st.WarmUps) == 1
+		// Asked through a follower: the leader's progress comes along.
+		return err == nil && len(st.WarmUps) == 1 && st.WarmUps[0].Running
 	}, 20*time.Second, 20*time.Millisecond, "the job waits for b's warm-up")
+	st, err = c.Job(ctx, sub.JobID)
+	require.NoError(t, err)
+	require.Len(t, st.WarmUps, 1)
+	assert.Equal(t, structs.ClusterID("b"), st.WarmUps[0].Cluster)
+	assert.Equal(t, []string{"frames/scene-2"}, st.WarmUps[0].Datasets)
+	assert.Equal(t, structs.JobScheduled, st.Job.State)
+	require.Len(t, st.Tasks, 1)
+	assert.Equal(t, structs.TaskScheduled, st.Tasks[0].State, "not started while b is warmed")
 	require.NoError(t, lead.cmd.Process.Signal(syscall.SIGKILL))
 	_, _ = lead.cmd.Process.Wait()
 	rb.Resume()
