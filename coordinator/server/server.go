@@ -228,14 +228,14 @@ func (s *Server) openRaft() error {
 	}
 	var advertise net.Addr
 	if cfg.RaftAdvertise != "" {
-		a, err := net.ResolveTCPAddr("tcp", cfg.RaftAdvertise)
-		if err != nil {
-			return fmt.Errorf("raft advertise address %q: %w", cfg.RaftAdvertise, err)
+		if advertise, err = raftAdvertise(cfg.RaftAdvertise); err != nil {
+			return err
 		}
-		advertise = a
 	}
 	var trans *raft.NetworkTransport
-	if cfg.TLS != nil {
+	if name, ok := advertise.(nameAddr); ok && cfg.TLS == nil {
+		trans, err = newNamedTCPTransport(cfg.RaftAddr, name, s)
+	} else if cfg.TLS != nil {
 		trans, err = newTLSTransport(cfg.RaftAddr, advertise, cfg.TLS, rlog)
 	} else {
 		trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, rlog)

@@ -100,8 +100,7 @@ func newTLSTransport(bind string, advertise net.Addr, cfg *tls.Config, log hclog
 		return nil, err
 	}
 	sl := &tlsStreamLayer{Listener: tls.NewListener(ln, cfg), advertise: advertise, cfg: cfg, log: log}
-	a, ok := sl.Addr().(*net.TCPAddr)
-	if !ok || a.IP == nil || a.IP.IsUnspecified() {
+	if !advertisable(sl.Addr()) {
 		ln.Close()
 		return nil, fmt.Errorf("raft address %s cannot be advertised: bind a specific IP or set an advertise address", sl.Addr())
 	}
