@@ -98,7 +98,7 @@ func gangOf(srv *server.Server, t *structs.Task) (ids []structs.TaskID, whole bo
 	whole = true
 	srv.Read(func(s *state.State) {
 		for _, x := range s.TasksOf(t.Job) {
-			if x.Attempt != t.Attempt {
+			if x.Attempt != t.Attempt || x.Executor != "" { // a spark job's executors are no gang members
 				continue
 			}
 			ids = append(ids, x.ID)

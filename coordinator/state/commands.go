@@ -24,6 +24,7 @@ const (
 	MsgTaskUpdate    MsgType = 11
 	MsgJobsExpire    MsgType = 12
 	MsgNodeRelease   MsgType = 13
+	MsgExecutorAdd   MsgType = 14
 )
 
 // Command is one deterministic change to the state.
@@ -74,6 +75,7 @@ func init() {
 	register(MsgTaskUpdate, func() Command { return &TaskUpdate{} })
 	register(MsgJobsExpire, func() Command { return &JobsExpire{} })
 	register(MsgNodeRelease, func() Command { return &NodeRelease{} })
+	register(MsgExecutorAdd, func() Command { return &ExecutorAdd{} })
 }
 
 // Encode serialises c as its type byte followed by its JSON body.

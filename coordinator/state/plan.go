@@ -125,7 +125,7 @@ func (s *State) checkPlacement(pl *sched.Placement, uses map[structs.NodeID]*use
 	}
 	live := map[int]bool{}
 	for _, t := range s.TasksOf(pl.Job) {
-		if t.Attempt == j.Attempt && t.State.HoldsResources() {
+		if t.Attempt == j.Attempt && t.State.HoldsResources() && t.Executor == "" {
 			live[t.Index] = true
 		}
 	}

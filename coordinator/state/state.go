@@ -108,7 +108,7 @@ func (s *State) Snapshot() *sched.Snapshot {
 		switch j := snap.Jobs[t.Job]; {
 		case t.State.HoldsResources():
 			snap.Tasks = append(snap.Tasks, t)
-		case j != nil && t.Attempt == j.Attempt:
+		case j != nil && t.Attempt == j.Attempt && t.Executor == "": // executors are no replicas
 			if snap.Ended == nil {
 				snap.Ended = map[structs.JobID]int{}
 			}
@@ -133,12 +133,12 @@ func (s *State) Pending() []*structs.Job {
 	return out
 }
 
-// liveCount counts, per job, tasks of its current attempt that hold
-// resources and are not stopping.
+// liveCount counts, per job, replicas of its current attempt that hold
+// resources and are not stopping (no executors).
 func (s *State) liveCount() map[structs.JobID]int {
 	live := map[structs.JobID]int{}
 	for _, t := range s.Tasks {
-		if j := s.Jobs[t.Job]; j != nil && t.Attempt == j.Attempt && t.State.HoldsResources() && t.State != structs.TaskStopping {
+		if j := s.Jobs[t.Job]; j != nil && t.Attempt == j.Attempt && t.State.HoldsResources() && t.State != structs.TaskStopping && t.Executor == "" {
 			live[t.Job]++
 		}
 	}

@@ -87,6 +87,14 @@ func (s *State) taskEvent(e TaskEvent) {
 	stopping, reason := t.State == structs.TaskStopping, t.StopReason
 	unstarted := t.State == structs.TaskScheduled && e.State == structs.TaskLost
 	s.putTask(t.ID, func(t *structs.Task) { t.State, t.ExitCode, t.Message = e.State, e.ExitCode, endMessage(e) })
+	if t.Executor != "" {
+		// A Spark executor is no replica: Spark handles its end. One
+		// atom stopped may be the last task its job waited for.
+		if stopping && j != nil && t.Attempt == j.Attempt {
+			s.afterStop(j.ID, reason, e.Time)
+		}
+		return
+	}
 	if e.Reason == structs.ReasonPreflightFailed {
 		handled, msg := s.preflightFailed(t, e, j != nil && t.Attempt == j.Attempt && !stopping)
 		switch {
@@ -139,11 +147,12 @@ func (s *State) lostUnstarted(j *structs.Job, t *structs.Task, e TaskEvent) bool
 	return true
 }
 
-// allRunning reports whether every replica of j's attempt is running.
+// allRunning reports whether every replica of j's attempt is running
+// (executors are no replicas).
 func (s *State) allRunning(j *structs.Job) bool {
 	n := 0
 	for _, t := range s.TasksOf(j.ID) {
-		if t.Attempt != j.Attempt || !t.State.HoldsResources() {
+		if t.Attempt != j.Attempt || !t.State.HoldsResources() || t.Executor != "" {
 			continue
 		}
 		if t.State != structs.TaskRunning {

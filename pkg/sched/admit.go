@@ -128,7 +128,8 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 	var over error // over quota with no pool to fall back on: refused after the fit check
 	if j.Priority == structs.PriorityNormal {
 		scope := j.ChargeScope()
-		charge := structs.Charge(j.ShapeAt(0))
+		s0 := j.ShapeAt(0)
+		charge := structs.JobCharge(j, s0, s0.Replicas) // a spark job's executors too
 		jj := *j
 		jj.Charged = nil
 		switch q := w.quotaCheck(&jj, charge); {

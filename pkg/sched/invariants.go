@@ -60,7 +60,7 @@ func CheckInvariants(snap *Snapshot) error {
 		for d, c := range t.Resources.Devices {
 			u.devices[d] += c
 		}
-		if j := snap.Jobs[t.Job]; j != nil && t.Attempt == j.Attempt {
+		if j := snap.Jobs[t.Job]; j != nil && t.Attempt == j.Attempt && t.Executor == "" { // executors are no replicas
 			if t.State == structs.TaskStopping {
 				stopping[t.Job]++
 			} else {

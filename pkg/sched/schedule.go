@@ -3,6 +3,7 @@ package sched
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -476,10 +477,13 @@ func (w *world) chargeFor(c *jobCtx, si int, lvls []int) (structs.ResourceList, 
 		w.recharge(j, nil)
 		return nil, nil
 	}
-	if sameCharge(j.Charged, charged, s.Resources) {
+	if j.Spark == nil && sameCharge(j.Charged, charged, s.Resources) {
 		return j.Charged, nil // unchanged (the common case): shared, read-only
 	}
-	want := structs.Charge(structs.Shape{Replicas: charged, Resources: s.Resources})
+	want := structs.JobCharge(j, s, charged) // a spark job's executors too
+	if maps.Equal(want, j.Charged) {
+		return j.Charged, nil
+	}
 	if q := w.quotaCheck(j, want); q != nil {
 		return nil, q
 	}

@@ -27,7 +27,7 @@ type world struct {
 	projPool map[structs.ProjectID]int16
 
 	tasks    []wtask
-	liveOf   map[structs.JobID][]int32 // live tasks (current attempt, not stopping) per job
+	liveOf   map[structs.JobID][]int32 // live replicas (current attempt, not stopping, no executor) per job
 	victim   map[structs.JobID]bool    // jobs being preempted (snapshot or this cycle)
 	usage    map[structs.Scope]structs.ResourceList
 	holds    []Reservation
@@ -280,7 +280,7 @@ func (w *world) buildTasks() {
 				w.lowTasks++
 			}
 		}
-		if j := wt.job; j != nil && t.Attempt == j.Attempt && t.State != structs.TaskStopping {
+		if j := wt.job; j != nil && t.Attempt == j.Attempt && t.State != structs.TaskStopping && t.Executor == "" {
 			w.liveOf[t.Job] = append(w.liveOf[t.Job], int32(k))
 		}
 	}

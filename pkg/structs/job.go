@@ -250,3 +250,20 @@ func Charge(s Shape) ResourceList {
 	}
 	return l
 }
+
+// JobCharge returns the quota n replicas of shape s of j charge: Charge,
+// plus, for a spark job whose replicas are charged at all, its most
+// executors (they are bound later, within this charge). n 0 charges
+// nothing.
+func JobCharge(j *Job, s Shape, n int) ResourceList {
+	if n <= 0 {
+		return nil
+	}
+	l := Charge(Shape{Replicas: n, Resources: s.Resources})
+	if j.Spark != nil {
+		for k, v := range j.Spark.ExecutorCharge() {
+			l[k] += v
+		}
+	}
+	return l
+}

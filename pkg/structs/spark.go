@@ -189,3 +189,37 @@ func atomSparkConfRule(key string) (string, bool) {
 	}
 	return "", false
 }
+
+// MinSparkMemoryOverhead is Spark's least executor memory overhead: with
+// spark.executor.memoryOverhead unset an executor Pod asks for memory
+// plus max(384 MiB, 10% of memory) ("Spark Configuration",
+// spark.executor.memoryOverhead and spark.executor.memoryOverheadFactor).
+const MinSparkMemoryOverhead = 384 << 20
+
+// ExecutorMemoryOverhead returns the overhead each executor Pod asks for
+// on top of Memory: MemoryOverhead, or Spark's default, max(384 MiB, 10%
+// of Memory) rounded down to whole MiB.
+func (e SparkExecutor) ExecutorMemoryOverhead() int64 {
+	if e.MemoryOverhead > 0 {
+		return e.MemoryOverhead
+	}
+	return max(MinSparkMemoryOverhead, e.Memory/10/mebibyte*mebibyte)
+}
+
+// ExecutorResources returns what one executor Pod of the job asks for and
+// atom allots it: its cores, memory plus overhead, and its GPUs.
+func (s *Spark) ExecutorResources() Resources {
+	e := s.Executor
+	r := Resources{MilliCPU: int64(e.Cores) * 1000, Memory: e.Memory + e.ExecutorMemoryOverhead()}
+	if e.GPU != nil {
+		r.AccelType, r.Accels = e.GPU.Type, e.GPU.Amount
+	}
+	return r
+}
+
+// ExecutorCharge returns the quota MaxExecutors executors charge, counted
+// as Charge counts a shape (GPUs by type for GPU executors, else cpu and
+// memory).
+func (s *Spark) ExecutorCharge() ResourceList {
+	return Charge(Shape{Replicas: s.MaxExecutors(), Resources: s.ExecutorResources()})
+}

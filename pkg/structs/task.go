@@ -71,6 +71,12 @@ type Task struct {
 	// host:port, as its heartbeats last reported it.
 	Endpoint string `json:"endpoint,omitempty"`
 
+	// Executor, for a spark job's executor, names its Pod (which Spark
+	// created and atom bound): such a task is no replica of its job (its
+	// Index is past the job's replicas), and its end neither ends nor
+	// restarts the job. Empty for replicas.
+	Executor string `json:"executor,omitempty"`
+
 	Healthy     bool      `json:"healthy,omitempty"`  // services: passing health checks
 	Restarts    int       `json:"restarts,omitempty"` // crash restarts in this attempt
 	ScheduledAt time.Time `json:"scheduledAt"`

@@ -1,0 +1,119 @@
+package state
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// ExecutorAdd records one Spark executor Pod of a spark job as a task the
+// leader is about to bind to Node (scenario C25). The leader chose the
+// node on a snapshot (sched.PlaceExecutor); apply checks again that the
+// job runs its current attempt with Driver live, that it has fewer than
+// its most executors live, and that the node still has room. The task is
+// no replica: its Index is past the job's replicas, and its ID
+// (job-INDEX-aATTEMPT) is made here from the job's executors so far, so
+// every server makes the same. The job's charge already covers its most
+// executors: quota does not change.
+type ExecutorAdd struct {
+	Job    structs.JobID  `json:"job"`
+	Driver structs.TaskID `json:"driver"`
+	Pod    string         `json:"pod"` // the executor Pod's name
+	Node   structs.NodeID `json:"node"`
+	Pool   structs.PoolID `json:"pool"`
+	// Resources and Accels are what the task holds on Node.
+	Resources structs.Resources `json:"resources"`
+	Accels    structs.AccelMask `json:"accels,omitempty"`
+	Token     string            `json:"token"` // the task's allocation token (made by the leader)
+	Now       time.Time         `json:"now"`
+}
+
+func (*ExecutorAdd) Type() MsgType { return MsgExecutorAdd }
+
+func (c *ExecutorAdd) apply(s *State) (any, error) {
+	j := s.Jobs[c.Job]
+	switch {
+	case j == nil:
+		return nil, fmt.Errorf("executor pod %s: job %s: %w", c.Pod, c.Job, ErrNotFound)
+	case j.Spark == nil:
+		return nil, invalidf("executor pod %s: job %s is of kind %s: only spark jobs have executors", c.Pod, c.Job, j.Kind)
+	case j.State != structs.JobScheduled && j.State != structs.JobRunning:
+		return nil, invalidf("executor pod %s: job %s is %s: only a started job gets executors", c.Pod, c.Job, j.State)
+	case c.Pod == "" || c.Token == "":
+		return nil, invalidf("executor of job %s: no pod name or token given", c.Job)
+	}
+	d := s.Tasks[c.Driver]
+	if d == nil || d.Job != j.ID || d.Executor != "" || d.Attempt != j.Attempt ||
+		(d.State != structs.TaskScheduled && d.State != structs.TaskRunning) {
+		return nil, invalidf("executor pod %s: task %s is not the live driver of job %s's attempt %d", c.Pod, c.Driver, j.ID, j.Attempt)
+	}
+	live, next := 0, j.Replicas
+	for _, t := range s.TasksOf(j.ID) {
+		if t.Executor == c.Pod && t.State.HoldsResources() {
+			return nil, fmt.Errorf("executor pod %s is task %s already: %w", c.Pod, t.ID, ErrExists)
+		}
+		if t.Attempt != j.Attempt {
+			continue
+		}
+		next = max(next, t.Index+1)
+		if t.Executor != "" && t.State.HoldsResources() && t.State != structs.TaskStopping {
+			live++
+		}
+	}
+	if most := j.Spark.MaxExecutors(); live >= most {
+		return nil, invalidf("executor pod %s: job %s already runs %d executors, its most (spark executor instances or dynamicAllocation.maxExecutors)", c.Pod, j.ID, live)
+	}
+	want := j.Spark.ExecutorResources()
+	if c.Resources.Accels != want.Accels || c.Resources.AccelType != want.AccelType ||
+		c.Resources.MilliCPU < want.MilliCPU || c.Resources.Memory < want.Memory || int64(c.Accels.Count()) != want.Accels {
+		return nil, invalidf("executor pod %s: resources %s (%d accelerators held) are not job %s's executor's %s", c.Pod, c.Resources, c.Accels.Count(), j.ID, want)
+	}
+	if err := s.checkRoom(c.Node, s.Nodes[d.Node], c.Resources, c.Accels); err != nil {
+		return nil, fmt.Errorf("executor pod %s: %w", c.Pod, err)
+	}
+	if c.Pool != d.Pool {
+		return nil, invalidf("executor pod %s: pool %s is not its driver's (%s)", c.Pod, c.Pool, d.Pool)
+	}
+	id := structs.MakeTaskID(j.ID, next, j.Attempt)
+	if s.Tasks[id] != nil {
+		return nil, fmt.Errorf("task %s: %w", id, ErrExists)
+	}
+	s.addTask(&structs.Task{
+		ID: id, Job: j.ID, Index: next, Attempt: j.Attempt, Node: c.Node, Pool: c.Pool, Priority: j.Priority,
+		State: structs.TaskScheduled, Resources: c.Resources, Accels: c.Accels, Executor: c.Pod, ScheduledAt: c.Now,
+	})
+	s.Tokens[id] = c.Token
+	return id, nil
+}
+
+// ErrNoRoom: the node chosen for an executor has no room left (or is not
+// ready); the leader may try again later.
+var ErrNoRoom = fmt.Errorf("no room")
+
+// checkRoom checks that node can take a task holding r and accels now,
+// in the cluster of near (the driver's node).
+func (s *State) checkRoom(node structs.NodeID, near *structs.Node, r structs.Resources, accels structs.AccelMask) error {
+	n := s.Nodes[node]
+	switch {
+	case n == nil || (n.State != structs.NodeReady && n.State != ""):
+		return fmt.Errorf("node %s is gone or not ready: %w", node, ErrNoRoom)
+	case near != nil && n.Cluster != near.Cluster:
+		return invalidf("node %s is in cluster %s, not its driver's (%s)", node, n.Cluster, near.Cluster)
+	}
+	u := s.nodeUse()[node]
+	if u == nil {
+		u = &use{devices: map[string]int64{}}
+	}
+	switch {
+	case u.accels&accels != 0:
+		return fmt.Errorf("accelerators %v on node %s are taken: %w", (u.accels & accels).Indices(), node, ErrNoRoom)
+	case accels&n.QuarantinedMask() != 0:
+		return fmt.Errorf("accelerators %v on node %s are quarantined: %w", (accels & n.QuarantinedMask()).Indices(), node, ErrNoRoom)
+	case n.Capacity.Accels < 64 && uint64(accels)>>uint(max(n.Capacity.Accels, 0)) != 0:
+		return invalidf("node %s has no accelerator %v", node, accels.Indices())
+	case u.cpu+r.MilliCPU > n.Capacity.MilliCPU || u.mem+r.Memory > n.Capacity.Memory:
+		return fmt.Errorf("node %s has no room left for %s: %w", node, r, ErrNoRoom)
+	}
+	return nil
+}
