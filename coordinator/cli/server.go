@@ -92,7 +92,7 @@ func serverCommand() *cli.Command {
 		Flags: append(commonServerFlags(),
 			&cli.StringFlag{Name: "id", Required: true, Usage: "this server's stable ID"},
 			&cli.StringFlag{Name: "raft-addr", Value: "127.0.0.1:7000", Usage: "host:port of the Raft transport"},
-			&cli.StringFlag{Name: "raft-advertise", Usage: "IP:port the other servers reach this one's Raft transport at (default: --raft-addr), e.g. a proxy or NAT in front of it"},
+			&cli.StringFlag{Name: "raft-advertise", Usage: "IP:port or name:port the other servers reach this one's Raft transport at (default: --raft-addr), e.g. a proxy or NAT in front of it, or a stable DNS name (a StatefulSet's Pod), dialed by name"},
 			&cli.BoolFlag{Name: "bootstrap", Usage: "start a new cluster with this server"},
 			&cli.StringSliceFlag{Name: "join", Usage: "HTTP URL of a server to join (repeat)"},
 			&cli.StringSliceFlag{Name: "peer", Usage: "ID=URL of every server, for forwarding to the leader (repeat)"},

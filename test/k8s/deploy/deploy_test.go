@@ -132,7 +132,7 @@ func checkCoordinator(ctx context.Context, t *testing.T, c *k8stest.Cluster) {
 	require.Len(t, pod.Containers, 1)
 	ctr := pod.Containers[0]
 	script := strings.Join(ctr.Args, " ")
-	for _, flag := range []string{"server", "--id \"$POD_NAME\"", "--bootstrap", "--join", "--peer", "--raft-advertise \"$POD_IP:7000\"",
+	for _, flag := range []string{"server", "--id \"$POD_NAME\"", "--bootstrap", "--join", "--peer", "--raft-advertise \"$self:7000\"",
 		"--data-dir /var/lib/atom", "--tokens /etc/atom/tokens/tokens.yaml", "--cluster-config /etc/atom/cluster/cluster.yaml",
 		"atom-coordinator-$i.$peers:7070", "peers=atom-coordinator-peers.atom.svc.cluster.local"} {
 		assert.Contains(t, script, flag)
