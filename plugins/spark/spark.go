@@ -92,9 +92,9 @@ func Command(in Input) ([]string, error) {
 	conf("spark.kubernetes.executor.label."+JobLabel, string(j.ID))
 	conf("spark.executor.cores", strconv.Itoa(e.Cores))
 	conf("spark.executor.memory", memory(e.Memory))
-	if e.MemoryOverhead > 0 {
-		conf("spark.executor.memoryOverhead", memory(e.MemoryOverhead))
-	}
+	// Always given, Spark's default where the spec has none: each
+	// executor Pod then asks for exactly the memory atom charged it.
+	conf("spark.executor.memoryOverhead", memory(e.ExecutorMemoryOverhead()))
 	if d := s.DynamicAllocation; d != nil {
 		// No external shuffle service on Kubernetes: executors keep
 		// their shuffle files and are released once nothing needs them.
