@@ -65,8 +65,8 @@ func CacheEnv(j *structs.Job, redis string) map[string]string {
 	return env
 }
 
-// ClusterRedis returns the cache Redis address of node's cluster in st,
-// or "" when it has none.
+// ClusterRedis returns the cache Redis address of node's cluster
+// (clusters and nodes as in the state), or "" when it has none.
 func ClusterRedis(clusters map[structs.ClusterID]*structs.Cluster, nodes map[structs.NodeID]*structs.Node, node structs.NodeID) string {
 	n := nodes[node]
 	if n == nil {
