@@ -134,3 +134,29 @@ func TestWarmUpNotNeededWhereCached(t *testing.T) {
 	assert.False(t, l.s.Warming(tk))
 	assert.Nil(t, l.s.Jobs["h-1"].WarmUps)
 }
+
+// A service's replicas placed on a cluster being warmed share its one
+// warm-up; a failed warm-up ends them and the service stays, saying why,
+// for the next cycle to place them again.
+func TestWarmUpService(t *testing.T) {
+	l := warmLogged(t)
+	j := dataJob("s-1", st.NewJob("s", "u1").Low().Service(2, 1).CPU(1, 1))
+	j.Cluster = "b"
+	l.must(&state.JobSubmit{Job: j, Now: t0})
+	l.cacheCycle(t0, bOnly)
+	var held []structs.TaskID
+	for _, tk := range l.s.TasksOf("s-1") {
+		assert.True(t, l.s.Warming(tk))
+		held = append(held, tk.ID)
+	}
+	require.Len(t, held, 2)
+	assert.Len(t, l.s.Jobs["s-1"].WarmUps, 1)
+	l.must(&state.WarmUpEnd{Job: "s-1", Cluster: "b", Error: "copy d: EOF", Now: t0})
+	for _, id := range held {
+		assert.Equal(t, structs.TaskFailed, l.s.Tasks[id].State)
+	}
+	s := l.s.Jobs["s-1"]
+	assert.False(t, s.State.Ended())
+	assert.Equal(t, "WarmUpFailed: cache warm-up of cluster b failed: copy d: EOF", s.Reason)
+	assert.Nil(t, s.WarmUps)
+}
