@@ -63,6 +63,10 @@ func runAtom(ctx context.Context) (result, *podShape, error) {
 		return result{}, nil, err
 	}
 	defer w.close()
+	before, err := apiWrites(ctx, c)
+	if err != nil {
+		return result{}, nil, err
+	}
 	start := time.Now()
 	err = parallel(*flagTasks, func(i int) error {
 		spec := fmt.Appendf(nil, "kind: command\nname: bench-%04d\ncommand: [sleep, infinity]\nresources: {accelerators: {type: %s, count: 1}}\n", i, gpuModel)
@@ -79,6 +83,9 @@ func runAtom(ctx context.Context) (result, *podShape, error) {
 	r.running = w.at.Sub(start)
 	r.created, r.bound = w.createdAt.Sub(start), w.boundAt.Sub(start)
 	fmt.Fprintf(os.Stderr, "%s: %s\n", "atom", w.progress(start))
+	if after, err := apiWrites(ctx, c); err == nil {
+		r.writes, r.writesBy = after.since(before)
+	}
 
 	pods, err := c.Admin.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil || len(pods.Items) == 0 {

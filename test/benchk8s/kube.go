@@ -39,6 +39,10 @@ func runKube(ctx context.Context, shape *podShape) (result, error) {
 		return result{}, err
 	}
 	defer w.close()
+	before, err := apiWrites(ctx, c)
+	if err != nil {
+		return result{}, err
+	}
 	start := time.Now()
 	err = parallel(*flagTasks, func(i int) error {
 		p := &corev1.Pod{
@@ -67,5 +71,8 @@ func runKube(ctx context.Context, shape *podShape) (result, error) {
 	r.running = w.at.Sub(start)
 	r.created, r.bound = w.createdAt.Sub(start), w.boundAt.Sub(start)
 	fmt.Fprintf(os.Stderr, "%s: %s\n", "kube", w.progress(start))
+	if after, err := apiWrites(ctx, c); err == nil {
+		r.writes, r.writesBy = after.since(before)
+	}
 	return r, nil
 }

@@ -93,6 +93,7 @@ func run() error {
 		}
 		atom, podTemplate = r, shape
 		fmt.Printf("atom_submitted_s=%.2f atom_pods_created_s=%.2f atom_pods_bound_s=%.2f\n", atom.submitted.Seconds(), atom.created.Seconds(), atom.bound.Seconds())
+		fmt.Printf("atom_api_writes=%d atom_api_writes_by_resource=%s\n", atom.writes, atom.writesBy)
 		fmt.Printf("atom_submit_to_running_s=%.2f\n", atom.running.Seconds())
 	}
 	if *flagSkip != "kube" {
@@ -105,6 +106,7 @@ func run() error {
 		}
 		kube = r
 		fmt.Printf("kube_created_s=%.2f kube_pods_bound_s=%.2f\n", kube.submitted.Seconds(), kube.bound.Seconds())
+		fmt.Printf("kube_api_writes=%d kube_api_writes_by_resource=%s\n", kube.writes, kube.writesBy)
 		fmt.Printf("kube_scheduler_create_to_running_s=%.2f\n", kube.running.Seconds())
 	}
 	if atom.running > 0 && kube.running > 0 {
@@ -118,4 +120,8 @@ func run() error {
 // Running.
 type result struct {
 	submitted, created, bound, running time.Duration
+	// writes are the API server's write requests until all were Running,
+	// in all and by resource.
+	writes   int
+	writesBy string
 }
