@@ -183,6 +183,7 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 				})
 				return tok, live
 			}}
+		executorHooks(srv, &kc)
 		if ks.heartbeatPods {
 			kc.Beat = every
 		}

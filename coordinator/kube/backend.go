@@ -124,6 +124,19 @@ type Config struct {
 	Sweep time.Duration
 	// Now is the clock the node grace is measured with; nil: time.Now.
 	Now func() time.Time
+
+	// Executor, on the leader, takes the unbound Spark executor Pod req
+	// names (scenario C25): it records it as a task of its job within the
+	// job's executor limit and returns that task and the node to bind it
+	// to; an error wrapping ErrExecutorWait leaves the Pod unbound for
+	// now, any other deletes it. nil: executor Pods are left alone.
+	Executor func(ctx context.Context, req ExecutorRequest) (structs.TaskID, structs.NodeID, error)
+	// ExecutorOf finds the executor task of job's Pod pod: its ID ("" if
+	// none), its node and whether it holds resources.
+	ExecutorOf func(job structs.JobID, pod string) (id structs.TaskID, node structs.NodeID, live bool)
+	// ExecutorPod is executor task id's Pod name ("" when id is no
+	// executor).
+	ExecutorPod func(id structs.TaskID) string
 }
 
 // Defaults of Config.
@@ -151,6 +164,10 @@ type Backend struct {
 	unbound  map[structs.TaskID]structs.NodeID    // Pods created, not bound yet (their gang is not complete)
 	boundIDs map[structs.TaskID]bool              // Pods this backend bound
 	notReady map[string]time.Time                 // Nodes not Ready (or deleted), since when
+	execPods map[structs.TaskID]string            // executor tasks' Pod names
+
+	execs    cache.SharedIndexInformer // Spark's executor Pods (see executors.go)
+	execKick chan struct{}
 }
 
 // New starts the backend's Pod informer (Pods labelled
@@ -180,7 +197,8 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	}
 	b := &Backend{cfg: cfg, hb: hb, log: cfg.Log.With("cluster", cfg.Cluster), stopCh: make(chan struct{}),
 		tokens: map[structs.TaskID]string{}, stopped: map[structs.TaskID]bool{}, reported: map[structs.TaskID]structs.TaskState{},
-		unbound: map[structs.TaskID]structs.NodeID{}, boundIDs: map[structs.TaskID]bool{}, notReady: map[string]time.Time{}}
+		unbound: map[structs.TaskID]structs.NodeID{}, boundIDs: map[structs.TaskID]bool{}, notReady: map[string]time.Time{},
+		execPods: map[structs.TaskID]string{}, execKick: make(chan struct{}, 1)}
 	sel := LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(cfg.Cluster))
 	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
@@ -201,9 +219,12 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := b.startExecutors(); err != nil {
+		return nil, err
+	}
 	f.Start(b.stopCh)
 	nf.Start(b.stopCh)
-	if !cache.WaitForCacheSync(ctx.Done(), b.pods.HasSynced, b.nodes.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), b.pods.HasSynced, b.nodes.HasSynced, b.execs.HasSynced) {
 		close(b.stopCh)
 		return nil, fmt.Errorf("kube backend %s: pod and node informers did not sync: %w", cfg.Cluster, ctx.Err())
 	}
@@ -211,8 +232,9 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 		b.wg.Add(1)
 		go b.beat()
 	}
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go b.sweepLoop()
+	go b.executorLoop()
 	return b, nil
 }
 
@@ -222,13 +244,17 @@ func (b *Backend) Close() {
 	b.wg.Wait()
 }
 
-// Start creates task t's Pod and its Secret; a gang's Pods are created
+// Start creates task t's Pod and its Secret (a Spark executor's Pod is
+// Spark's: Start binds it to t.Node); a gang's Pods are created
 // unbound and bound to their nodes once all of them exist (a task that is
 // no gang's is created bound). A Pod already there for the same allocation (a
 // retried Start) is success. A Pod or Secret that cannot be created is
 // taken back and t reported Lost before it started: the coordinator
 // requeues its job and stops the rest of the gang, none of which ran.
 func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
+	if t.Executor != "" {
+		return b.startExecutor(t, token)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b.mu.Lock()
@@ -289,11 +315,14 @@ func (b *Backend) Stop(id structs.TaskID, grace time.Duration) error {
 	delete(b.boundIDs, id)
 	b.mu.Unlock()
 	secs := int64(math.Ceil(grace.Seconds()))
-	err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: &secs})
+	name, executor := b.podName(id)
+	err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &secs})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("stop task %s: delete pod %s/%s: %w", id, b.cfg.Namespace, PodName(id), err)
+		return fmt.Errorf("stop task %s: delete pod %s/%s: %w", id, b.cfg.Namespace, name, err)
 	}
-	b.deleteSecret(ctx, id)
+	if !executor {
+		b.deleteSecret(ctx, id)
+	}
 	return nil
 }
 
@@ -306,11 +335,14 @@ func (b *Backend) forceDelete(ctx context.Context, id structs.TaskID) {
 	delete(b.boundIDs, id)
 	b.mu.Unlock()
 	zero := int64(0)
-	err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	name, executor := b.podName(id)
+	err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil && !apierrors.IsNotFound(err) {
-		b.log.Warn("delete pod", "task", id, "pod", PodName(id), "err", err)
+		b.log.Warn("delete pod", "task", id, "pod", name, "err", err)
 	}
-	b.deleteSecret(ctx, id)
+	if !executor {
+		b.deleteSecret(ctx, id)
+	}
 }
 
 // deleteSecret deletes task id's Secret. Its owner reference would have

@@ -38,7 +38,15 @@ func (b *Backend) observe(o any, deleted bool) {
 	if id == "" || !b.current(id, p) {
 		return
 	}
-	if ev, ok := b.eventFor(id, p, deleted); ok {
+	ev, ok := b.eventFor(id, p, deleted)
+	b.note(id, p, ev, ok, deleted)
+}
+
+// note reports ev (if ok) for task id, whose Pod p changed, once per
+// state, and deletes a Pod whose end is committed; a deleted Pod's
+// bookkeeping is dropped.
+func (b *Backend) note(id structs.TaskID, p *corev1.Pod, ev state.TaskEvent, ok, deleted bool) {
+	if ok {
 		b.mu.Lock()
 		last := b.reported[id]
 		skip := last == ev.State || ended(last)
@@ -136,11 +144,16 @@ func podWhy(p *corev1.Pod) string {
 	return why
 }
 
-// exitOf returns the task container's exit code, whether it has
+// exitOf returns the task container's (an executor Pod's: its first
+// container's) exit code, whether it has
 // terminated, and what Kubernetes says about it.
 func exitOf(p *corev1.Pod) (code int, terminated bool, why string) {
+	name := ContainerName
+	if p.Labels[LabelManaged] != "atom" && len(p.Spec.Containers) > 0 {
+		name = p.Spec.Containers[0].Name // a Spark executor's
+	}
 	for _, c := range p.Status.ContainerStatuses {
-		if c.Name != ContainerName || c.State.Terminated == nil {
+		if c.Name != name || c.State.Terminated == nil {
 			continue
 		}
 		t := c.State.Terminated

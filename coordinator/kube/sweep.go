@@ -96,6 +96,19 @@ func (b *Backend) Sweep() {
 		}
 		b.orphan(ctx, id, p, tok != "" && live)
 	}
+	// Spark's executor Pods on such nodes are their tasks' too.
+	for _, o := range b.execs.GetStore().List() {
+		p, ok := o.(*corev1.Pod)
+		if !ok || p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !b.ours(p) || b.cfg.ExecutorOf == nil {
+			continue
+		}
+		onNode[p.Spec.NodeName]++
+		if d, ok := late[p.Spec.NodeName]; ok {
+			if id, _, live := b.cfg.ExecutorOf(structs.JobID(p.Labels[LabelJob]), p.Name); id != "" && live {
+				b.nodeLost(ctx, id, p, d)
+			}
+		}
+	}
 	// Forget deleted nodes once nothing is left on them.
 	b.mu.Lock()
 	for name := range late {

@@ -1,0 +1,96 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// executorHooks lets kc's backend bind Spark executor Pods (C25): the
+// leader places each on a snapshot (sched.PlaceExecutor) and commits it
+// (state.ExecutorAdd), which checks the job's current attempt, its driver
+// and its most executors again.
+func executorHooks(srv *server.Server, kc *kube.Config) {
+	kc.Executor = func(ctx context.Context, req kube.ExecutorRequest) (structs.TaskID, structs.NodeID, error) {
+		return takeExecutor(ctx, srv, req)
+	}
+	kc.ExecutorOf = func(job structs.JobID, pod string) (id structs.TaskID, node structs.NodeID, live bool) {
+		srv.Read(func(s *state.State) {
+			for _, t := range s.TasksOf(job) {
+				if t.Executor == pod && (id == "" || t.State.HoldsResources()) {
+					id, node, live = t.ID, t.Node, t.State.HoldsResources()
+				}
+			}
+		})
+		return id, node, live
+	}
+	kc.ExecutorPod = func(id structs.TaskID) (pod string) {
+		srv.Read(func(s *state.State) {
+			if t := s.Tasks[id]; t != nil {
+				pod = t.Executor
+			}
+		})
+		return pod
+	}
+}
+
+// takeExecutor records executor Pod req as a task of its job on a node
+// with room. A refusal (the job ended or is not the driver's attempt, it
+// runs its most executors, the Pod asks more than its executor) is
+// returned as is; what may pass later wraps kube.ErrExecutorWait.
+func takeExecutor(ctx context.Context, srv *server.Server, req kube.ExecutorRequest) (structs.TaskID, structs.NodeID, error) {
+	var (
+		j    *structs.Job
+		d    *structs.Task
+		snap *sched.Snapshot
+	)
+	srv.Read(func(s *state.State) {
+		j, d = s.Jobs[req.Job], s.Tasks[req.Driver]
+		if j != nil && d != nil {
+			snap = s.Snapshot()
+		}
+	})
+	switch {
+	case j == nil:
+		return "", "", fmt.Errorf("job %s does not exist", req.Job)
+	case j.Spark == nil:
+		return "", "", fmt.Errorf("job %s is of kind %s: only spark jobs have executors", j.ID, j.Kind)
+	case d == nil || d.Job != j.ID:
+		return "", "", fmt.Errorf("task %s is not job %s's driver", req.Driver, j.ID)
+	}
+	want := j.Spark.ExecutorResources()
+	if r := req.Requests; r.MilliCPU > want.MilliCPU || r.Memory > want.Memory || r.Accels > want.Accels {
+		return "", "", fmt.Errorf("it asks for cpu %dm, memory %d bytes, %d GPUs: more than job %s's executor (%s), which its quota was charged for",
+			r.MilliCPU, r.Memory, r.Accels, j.ID, want)
+	}
+	tp, err := sched.PlaceExecutor(snap, j, d)
+	if errors.Is(err, sched.ErrNoRoom) {
+		return "", "", fmt.Errorf("%w: %w", kube.ErrExecutorWait, err)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	buf := make([]byte, 16)
+	if _, err := rand.Read(buf); err != nil {
+		return "", "", fmt.Errorf("%w: make allocation token: %w", kube.ErrExecutorWait, err)
+	}
+	res, err := srv.Apply(ctx, &state.ExecutorAdd{Job: j.ID, Driver: d.ID, Pod: req.Pod, Node: tp.Node, Pool: tp.Pool,
+		Resources: tp.Resources, Accels: tp.Accels, Token: hex.EncodeToString(buf), Now: time.Now()})
+	switch {
+	case err == nil:
+		id, _ := res.(structs.TaskID)
+		return id, tp.Node, nil
+	case errors.Is(err, state.ErrInvalid) || errors.Is(err, state.ErrNotFound):
+		return "", "", err
+	}
+	return "", "", fmt.Errorf("%w: %w", kube.ErrExecutorWait, err) // no room after all, no leader, outcome unknown
+}
