@@ -27,6 +27,7 @@ func startCluster(ctx context.Context, name string) (*k8stest.Cluster, error) {
 	c, err := k8stest.New(ctx, k8stest.Options{Name: name, KwokArgs: []string{"--config=" + kwokConfig}, Logf: func(f string, a ...any) {
 		fmt.Fprintf(os.Stderr, f+"\n", a...)
 	}})
+	os.Remove(kwokConfig) // read by kwok as it started
 	if err != nil {
 		return nil, err
 	}
