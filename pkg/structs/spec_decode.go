@@ -202,7 +202,7 @@ func (d *specDecoder) value(n *yaml.Node, t reflect.Type, path string, depth int
 		case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
 			elem = t.Elem()
 		default:
-			return nil, mismatch(path, "(a array)", t)
+			return nil, mismatch(path, "(a list)", t)
 		}
 		out := make([]any, 0, len(n.Content))
 		for i, c := range n.Content {
@@ -215,7 +215,7 @@ func (d *specDecoder) value(n *yaml.Node, t reflect.Type, path string, depth int
 		return out, nil
 	case yaml.MappingNode:
 		if t != nil && t.Kind() != reflect.Struct && t.Kind() != reflect.Map && t.Kind() != reflect.Interface {
-			return nil, mismatch(path, "(a object)", t)
+			return nil, mismatch(path, "(a mapping)", t)
 		}
 		out := map[string]any{}
 		return out, d.mapping(n, t, path, depth, out)
@@ -586,9 +586,21 @@ func decodeError(what string, err error) error {
 func typeError(te *json.UnmarshalTypeError) error {
 	v, isNum := strings.CutPrefix(te.Value, "number ")
 	if !isNum {
-		v = "(a " + te.Value + ")"
+		v = "(a " + yamlKind(te.Value) + ")"
 	}
 	return &FieldError{Field: te.Field, Msg: v + " is not allowed: " + wantType(te.Type)}
+}
+
+// yamlKind names a JSON value kind as a spec's writer knows it: a
+// mapping and a list, not an object and an array.
+func yamlKind(v string) string {
+	switch v {
+	case "object":
+		return "mapping"
+	case "array":
+		return "list"
+	}
+	return v
 }
 
 // wantType says what a field of type t takes.

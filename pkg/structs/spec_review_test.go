@@ -216,8 +216,8 @@ func TestSpecBombsRefusedQuickly(t *testing.T) {
 		{"merge cycle in a typed map", ok + "env: &e {<<: *e}\n", "an alias refers to a node that holds it"},
 		{"laughs in a typed field", ok + "command: " + laughs(10), "excessive aliasing"},
 		{"laughs under unknown fields", ok + "lol: " + laughs(10), "excessive aliasing"},
-		{"deep nesting in a typed field", ok + "command: " + deep, "command[0] (a array) is not allowed: use a string"},
-		{"deep block nesting", ok + "labels:\n" + deepBlock(300), `labels["k0"] (a object) is not allowed: use a string`},
+		{"deep nesting in a typed field", ok + "command: " + deep, "command[0] (a list) is not allowed: use a string"},
+		{"deep block nesting", ok + "labels:\n" + deepBlock(300), `labels["k0"] (a mapping) is not allowed: use a string`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

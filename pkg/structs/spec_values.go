@@ -142,6 +142,9 @@ func unitValue(field string, q Quantity, perUnit int64, unit string) (int64, err
 	}
 	n := r.Num()
 	if !n.IsInt64() || n.Int64() == math.MaxInt64 {
+		if unit == "millicores" { // say it in the unit the writer used
+			return 0, bad(field, q, "it overflows 64 bits: use at most %d cores", int64(math.MaxInt64)/perUnit)
+		}
 		return 0, bad(field, q, "it overflows 64 bits: use less than %d %s", int64(math.MaxInt64), unit)
 	}
 	return n.Int64(), nil

@@ -229,6 +229,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if o.Work, err = os.MkdirTemp("", "atom-chaos-"); err != nil {
 			return nil, err
 		}
+	} else if err := os.MkdirAll(o.Work, 0o755); err != nil {
+		return nil, fmt.Errorf("work dir: %w", err)
 	}
 	start := time.Now()
 	var logMu sync.Mutex
