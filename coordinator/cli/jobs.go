@@ -231,6 +231,9 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	}
 	kv("Replicas", replicas)
 	kv("Resources", s.Resources.String()+" per replica")
+	if j.Spark != nil {
+		kv("Executors", fmt.Sprintf("at most %d of %s (bound as the driver asks)", j.Spark.MaxExecutors(), j.Spark.ExecutorResources()))
+	}
 	if j.Shape > 0 {
 		kv("Shape", fmt.Sprintf("fallback %d", j.Shape))
 	}
@@ -267,7 +270,11 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	tw = tab(w)
 	row(tw, "TASK", "INDEX", "ATTEMPT", "NODE", "STATE", "RESOURCES", "STARTED")
 	for _, t := range js.Tasks {
-		row(tw, t.ID, t.Index, t.Attempt, t.Node, taskState(t), t.Resources, when(t.StartedAt))
+		var index any = t.Index
+		if t.Executor != "" {
+			index = "executor " + t.Executor // a spark job's, by its Pod
+		}
+		row(tw, t.ID, index, t.Attempt, t.Node, taskState(t), t.Resources, when(t.StartedAt))
 	}
 	tw.Flush()
 }

@@ -49,6 +49,12 @@ func driverPod(t *testing.T, c *k8stest.Cluster, id structs.JobID) *corev1.Pod {
 // GiB (memory + memoryOverhead, also the limit).
 func executor(t *testing.T, c *k8stest.Cluster, job structs.JobID, driver *corev1.Pod, name string) *corev1.Pod {
 	t.Helper()
+	return executorOf(t, c, job, driver, name, "4")
+}
+
+// executorOf is executor asking for cpu CPUs.
+func executorOf(t *testing.T, c *k8stest.Cluster, job structs.JobID, driver *corev1.Pod, name, cpu string) *corev1.Pod {
+	t.Helper()
 	mem := resource.MustParse("9Gi")
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
@@ -59,7 +65,7 @@ func executor(t *testing.T, c *k8stest.Cluster, job structs.JobID, driver *corev
 		Spec: corev1.PodSpec{SchedulerName: "atom", RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "spark-kubernetes-executor", Image: "atom/spark:test", Args: []string{"executor"},
 				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: mem},
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: mem},
 					Limits:   corev1.ResourceList{corev1.ResourceMemory: mem}}}}},
 	}
 	p, err := c.Admin.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
@@ -129,6 +135,10 @@ func TestSparkExecutors(t *testing.T) {
 		charged := structs.ResourceList{structs.KeyCPU: 18000, structs.KeyMemory: 40 << 30}
 		assert.Equal(t, charged, usage())
 		d := driverPod(t, c, id)
+		// One asking more than the job's executor (charged for 4 CPUs):
+		// deleted, never bound.
+		executorOf(t, c, id, d, "clean-exec-big", "5")
+		gone(t, c, "clean-exec-big", "an executor asking 5 CPUs")
 		for i := 1; i <= 4; i++ {
 			executor(t, c, id, d, fmt.Sprintf("clean-exec-%d", i))
 		}
@@ -151,6 +161,9 @@ func TestSparkExecutors(t *testing.T) {
 			assert.Equal(t, 0, x.Attempt)
 		}
 		assert.Equal(t, charged, usage(), "executors are within the job's charge")
+		out := co.cli(t, "job", "status", string(id))
+		assert.Contains(t, out, "Executors:  at most 4 of cpu=4 memory=9Gi (bound as the driver asks)")
+		assert.Regexp(t, `clean-[a-z0-9]+-1-a0 +executor clean-exec-1 +0 +`+d.Spec.NodeName+` +Running +cpu=4 memory=9Gi`, out)
 
 		// A fifth is beyond the job's most: deleted, never bound.
 		executor(t, c, id, d, "clean-exec-5")
@@ -176,8 +189,8 @@ func TestSparkExecutors(t *testing.T) {
 		assert.Len(t, tasks, 5, "the driver and four executors")
 		assert.Empty(t, usage())
 		for _, p := range pw.drain() {
-			if p.Name == "clean-exec-5" {
-				assert.Empty(t, p.Spec.NodeName, "the fifth executor was bound")
+			if p.Name == "clean-exec-5" || p.Name == "clean-exec-big" {
+				assert.Empty(t, p.Spec.NodeName, "executor %s was bound", p.Name)
 			}
 		}
 	})
