@@ -74,7 +74,11 @@ func certError(addr string, err error) error {
 	var ua x509.UnknownAuthorityError
 	var he x509.HostnameError
 	var ci x509.CertificateInvalidError
-	if errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) {
+	if errors.As(err, &he) {
+		// The CA may be the right one: the name is what is wrong.
+		return fmt.Errorf("%w: coordinator %s presented a certificate that does not name this address (%v): use an address its certificate names, or give the server a certificate that names this one", ErrUntrustedCertificate, addr, err)
+	}
+	if errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &ci) {
 		return fmt.Errorf("%w: coordinator %s presented a certificate this client cannot verify (%v): give the CA that signed it with --tls-ca or $%s", ErrUntrustedCertificate, addr, err, EnvTLSCA)
 	}
 	return err
