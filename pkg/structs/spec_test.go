@@ -237,6 +237,8 @@ func TestJobSpecRejects(t *testing.T) {
 		{"control character in a name", "kind: command\nname: \"a\\x07\"\nresources: {cpu: 1}",
 			`name "a\a" is not allowed: use printable text only`},
 		{"control character in a label key", ok + "labels: {\"a\\x1b\": b}\nresources: {cpu: 1}", `labels key "a\x1b" is not allowed`},
+		{"bidi override in a command", ok + "command: [\"abc\\u202Edef\"]\nresources: {cpu: 1}",
+			`command[0] "abc\u202edef" is not allowed: use printable text, tabs and newlines only (no control characters)`},
 		{"NUL in a command", ok + "command: [\"a\\0b\"]\nresources: {cpu: 1}",
 			`command[0] "a\x00b" is not allowed: use printable text, tabs and newlines only`},
 		{"newline in an image", ok + "image: \"a\\nb\"\nresources: {cpu: 1}", `image "a\nb" is not allowed: use printable text only`},

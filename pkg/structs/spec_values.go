@@ -68,7 +68,9 @@ func checkString(field, s string, multiline bool) error {
 		case r == utf8.RuneError:
 			return bad(field, s, "it holds U+FFFD, the mark of invalid UTF-8: use valid UTF-8 text")
 		case multiline && (r == '\t' || r == '\n' || r == '\r'):
-		case unicode.IsControl(r):
+		case unicode.IsControl(r), unicode.Is(unicode.Bidi_Control, r):
+			// Bidi controls (U+202E ...) make a command read otherwise
+			// than it runs (Trojan Source): refused like the C0/C1 ones.
 			if multiline {
 				return bad(field, s, "use printable text, tabs and newlines only (no control characters)")
 			}
