@@ -319,7 +319,7 @@ func (f *forwarder) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("Authorization")
 		if f.secret == "" || subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+f.secret)) != 1 {
-			http.Error(w, `{"error":"this endpoint is for coordinator servers only"}`, http.StatusUnauthorized)
+			http.Error(w, `{"error":"this endpoint is for coordinator servers only: the shared secret sent does not match this cluster's: give every server the same --secret (or $ATOM_CLUSTER_SECRET)"}`, http.StatusUnauthorized)
 			return
 		}
 		if f.mtls && !fromPeer(r) {

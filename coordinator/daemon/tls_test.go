@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -155,11 +156,14 @@ func TestTLSCluster(t *testing.T) {
 	pool, err := server.CertPool(ca.PEM)
 	require.NoError(t, err)
 	for name, tc := range map[string]struct {
-		certs []tls.Certificate
-		want  string
+		certs  []tls.Certificate
+		secret string
+		want   string
 	}{
-		"no client certificate":           {nil, "401 Unauthorized"},
-		"another CA's client certificate": {[]tls.Certificate{tlstest.NewCA(t, "third CA").KeyPair(t, "x3", "127.0.0.1")}, "remote error: tls: "},
+		"no client certificate":           {nil, tlsSecret, "401 Unauthorized"},
+		"another CA's client certificate": {[]tls.Certificate{tlstest.NewCA(t, "third CA").KeyPair(t, "x3", "127.0.0.1")}, tlsSecret, "remote error: tls: "},
+		"the CA's certificate, another secret": {[]tls.Certificate{ca.KeyPair(t, "x3", "127.0.0.1")}, "not-the-secret",
+			`401 Unauthorized {"error":"this endpoint is for coordinator servers only: the shared secret sent does not match this cluster's: give every server the same --secret (or $ATOM_CLUSTER_SECRET)"}`},
 	} {
 		cfg := &tls.Config{RootCAs: pool}
 		if len(tc.certs) > 0 { // sent even though the server asks for its CA's
@@ -168,13 +172,14 @@ func TestTLSCluster(t *testing.T) {
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, peers["s1"]+"/internal/v1/join", strings.NewReader(`{"ID": "x3", "RaftAddr": "127.0.0.1:1"}`))
 		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+tlsSecret)
+		req.Header.Set("Authorization", "Bearer "+tc.secret)
 		resp, err := hc.Do(req)
 		got := ""
 		if err != nil {
 			got = err.Error()
 		} else {
-			got = resp.Status
+			body, _ := io.ReadAll(resp.Body)
+			got = resp.Status + " " + strings.TrimSpace(string(body))
 			resp.Body.Close()
 		}
 		assert.Contains(t, got, tc.want, name)
