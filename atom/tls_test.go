@@ -17,8 +17,8 @@ import (
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
-	"github.com/atom-sched/atom/pkg/tlstest"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/tlstest"
 )
 
 // tlsDevCoordinator is devCoordinator serving HTTPS with a certificate

@@ -9,9 +9,9 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
-	"github.com/atom-sched/atom/pkg/tlstest"
 	st "github.com/atom-sched/atom/pkg/sched/schedtest"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/tlstest"
 )
 
 // mutualTLS is the Raft TLS config of a server named id with a

@@ -18,7 +18,7 @@ func TestSparkCharge(t *testing.T) {
 		Quotas: map[structs.Scope]structs.ResourceList{"user:u1": {structs.KeyCPU: 64000, structs.KeyMemory: 256 * st.Gi, "gpu/A": 8}}}
 	j := st.NewJob("s", "u1").Kind(structs.KindSpark).CPU(2, 4).Obj()
 	j.Spark = &structs.Spark{MainApplicationFile: "local:///a.py", ServiceAccount: "spark",
-		Executor: structs.SparkExecutor{Cores: 4, Memory: 8 * st.Gi}, // overhead: Spark's max(384 MiB, 10%)
+		Executor:          structs.SparkExecutor{Cores: 4, Memory: 8 * st.Gi}, // overhead: Spark's max(384 MiB, 10%)
 		DynamicAllocation: &structs.SparkDynamicAllocation{MaxExecutors: 5}}
 	adm, err := sched.Admit(snap, j)
 	require.NoError(t, err)
