@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/coordinator/api"
+	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/server"
@@ -307,14 +308,34 @@ func TestCoordinatorStopsTask(t *testing.T) {
 	ready := filepath.Join(dir, "ready")
 	cmd := atomCmd(t, []string{"ATOM_COORDINATOR=" + d.URL, "ATOM_TASK_ID=" + fields[0], "ATOM_TOKEN=" + fields[1]},
 		"run", "--heartbeat", "100ms", "--grace", "5s", "--report-timeout", "2s", "--",
-		"sh", "-c", `trap 'kill $!; exit 42' TERM; sleep 100 & touch `+ready+`; wait`)
+		"sh", "-c", `echo "$ATOM_TOKEN" > `+ready+`.tmp; trap 'kill $!; exit 42' TERM; sleep 100 & mv `+ready+`.tmp `+ready+`; wait`)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	require.Eventually(t, func() bool { _, err := os.Stat(ready); return err == nil }, 10*time.Second, 10*time.Millisecond)
 
-	_, err := c.CancelJob(context.Background(), id)
+	// atom's job sees the launch token, not the allocation token: it may
+	// list its peers (atom rsh does), not report for its task (claim a
+	// failed GPU preflight to quarantine GPUs, or end it).
+	b, err := os.ReadFile(ready)
+	require.NoError(t, err)
+	launch, task := strings.TrimSpace(string(b)), structs.TaskID(fields[0])
+	assert.Equal(t, structs.LaunchToken(fields[1]), launch)
+	ctx := context.Background()
+	peers, err := c.Peers(ctx, task, launch)
+	require.NoError(t, err)
+	assert.Len(t, peers.Peers, 1)
+	_, err = c.Heartbeat(ctx, task, launch, wire.Heartbeat{State: structs.TaskFailed, ExitCode: 3,
+		Reason: structs.ReasonPreflightFailed, Accelerators: []int{0}, Message: "fake"})
+	require.ErrorIs(t, err, client.ErrUnauthorized)
+	_, err = c.Heartbeat(ctx, task, launch, wire.Heartbeat{State: structs.TaskSucceeded})
+	require.ErrorIs(t, err, client.ErrUnauthorized)
+	js, err := c.Job(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, structs.JobRunning, js.Job.State, "the refused reports changed nothing")
+
+	_, err = c.CancelJob(context.Background(), id)
 	require.NoError(t, err)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()

@@ -83,6 +83,9 @@ func run(c *cli.Context) error {
 	}
 	var rep *report.Reporter
 	if a.Coordinator != "" {
+		if err := undumpable(); err != nil {
+			log.Warn("cannot hide atom's environment from the job", "err", err)
+		}
 		rep = report.New(a.Coordinator, structs.TaskID(a.Task), a.Token, c.Duration("heartbeat"), log)
 	}
 	final := func(state structs.TaskState, code int, msg string) {
@@ -157,6 +160,11 @@ func run(c *cli.Context) error {
 	}
 	for k, v := range ex.Env {
 		extra[k] = v
+	}
+	if a.Token != "" {
+		// The job gets the launch token, never the allocation token: it
+		// can reach its peers (atom rsh), not report for its task.
+		extra["ATOM_TOKEN"] = structs.LaunchToken(a.Token)
 	}
 
 	// 5. Start the child and/or serve launches.

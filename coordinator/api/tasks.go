@@ -23,20 +23,25 @@ const (
 )
 
 // checkTaskToken matches tok against task id's allocation token and, when
-// that fails, against its siblings'. Only allocation tokens count: user
-// tokens, admins' included, are not accepted here. t is task id (nil if
-// there is no such task) and owner the task whose token tok is.
-func (s *server) checkTaskToken(id structs.TaskID, tok string) (auth taskAuth, t, owner *structs.Task) {
+// that fails, against its siblings'; with launch, a task's launch token
+// (structs.LaunchToken, what atom gives the job) counts as its allocation
+// token. Only these count: user tokens, admins' included, are not
+// accepted here. t is task id (nil if there is no such task) and owner
+// the task whose token tok is.
+func (s *server) checkTaskToken(id structs.TaskID, tok string, launch bool) (auth taskAuth, t, owner *structs.Task) {
+	matches := func(alloc string) bool {
+		return sameToken(tok, alloc) || (launch && alloc != "" && sameToken(tok, structs.LaunchToken(alloc)))
+	}
 	s.store.Read(func(st *state.State) {
 		if t = st.Tasks[id]; t == nil {
 			return
 		}
-		if sameToken(tok, st.Tokens[id]) {
+		if matches(st.Tokens[id]) {
 			auth, owner = tokenOwn, t
 			return
 		}
 		for _, o := range st.TasksOf(t.Job) {
-			if sameToken(tok, st.Tokens[o.ID]) {
+			if matches(st.Tokens[o.ID]) {
 				auth, owner = tokenSibling, o
 				return
 			}
@@ -65,7 +70,7 @@ func (s *server) heartbeat(_ http.ResponseWriter, r *http.Request, _ caller) (in
 	if !ok {
 		return 0, nil, errNoTaskToken
 	}
-	auth, t, _ := s.checkTaskToken(id, tok)
+	auth, t, _ := s.checkTaskToken(id, tok, false)
 	passOn := false
 	if l, ok := s.store.(Lagging); ok && auth == tokenNone && t == nil {
 		switch {
@@ -136,7 +141,7 @@ func (s *server) peers(_ http.ResponseWriter, r *http.Request, _ caller) (int, a
 	if !ok {
 		return 0, nil, errNoTaskToken
 	}
-	auth, t, owner := s.checkTaskToken(id, tok)
+	auth, t, owner := s.checkTaskToken(id, tok, true)
 	if auth == tokenNone {
 		return 0, nil, errBadTaskToken(id)
 	}

@@ -6,7 +6,7 @@
 // # Protocol (version 1)
 //
 //	POST /v1/launch
-//	Authorization: Bearer <allocation token of a task of the same job>
+//	Authorization: Bearer <launch token of a task of the same job (structs.LaunchToken)>
 //	Content-Type: application/json
 //
 //	{"argv": ["orted", "-mca", "ess", "\"env\"", ...], "env": {"K": "V"}, "dir": "/work"}

@@ -145,7 +145,7 @@ func (s *Server) Close() error { return s.http.Close() }
 func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || tok == "" {
-		httpError(w, http.StatusUnauthorized, "no token: atom rsh sends Authorization: Bearer $ATOM_TOKEN, the allocation token of a task of this job")
+		httpError(w, http.StatusUnauthorized, "no token: atom rsh sends Authorization: Bearer $ATOM_TOKEN, the launch token atom gives each task of this job")
 		return
 	}
 	if err := s.cfg.Verify(r.Context(), tok); err != nil {
