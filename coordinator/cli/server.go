@@ -27,10 +27,16 @@ func init() { serverCommands = append(serverCommands, serverCommand(), devComman
 // secret.
 const EnvSecret = "ATOM_CLUSTER_SECRET"
 
+// advertiseFlag is --advertise, with the usage of server or dev (dev has
+// no peers and no TLS).
+func advertiseFlag(usage string) cli.Flag {
+	return &cli.StringFlag{Name: "advertise", Usage: usage}
+}
+
+// commonServerFlags are the flags of server and dev but --advertise.
 func commonServerFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "http-addr", Value: "127.0.0.1:7070", Usage: "host:port the HTTP API listens on"},
-		&cli.StringFlag{Name: "advertise", Usage: "URL other servers and tasks use to reach this one (default: http://<http-addr>, https:// with --tls-cert)"},
 		&cli.StringFlag{Name: "data-dir", Usage: "Raft log, snapshots and task directories"},
 		&cli.StringFlag{Name: "tokens", Usage: "tokens file: users: [{name, token, admin}]"},
 		&cli.StringFlag{Name: "cluster-config", Usage: "YAML of clusters, pools, nodes and quotas that seeds a new cluster (ignored once it exists)"},
@@ -90,11 +96,12 @@ func serverCommand() *cli.Command {
 		Name:  "server",
 		Usage: "run one coordinator server of a Raft cluster (bootstrap the first, join the others)",
 		Flags: append(commonServerFlags(),
+			advertiseFlag("URL other servers and tasks use to reach this one; with TLS an https:// URL whose host --tls-cert names (default: http://<http-addr>, https://<http-addr> with --tls-cert)"),
 			&cli.StringFlag{Name: "id", Required: true, Usage: "this server's stable ID"},
 			&cli.StringFlag{Name: "raft-addr", Value: "127.0.0.1:7000", Usage: "host:port of the Raft transport"},
 			&cli.StringFlag{Name: "raft-advertise", Usage: "IP:port or name:port the other servers reach this one's Raft transport at (default: --raft-addr), e.g. a proxy or NAT in front of it, or a stable DNS name (a StatefulSet's Pod), dialed by name"},
 			&cli.BoolFlag{Name: "bootstrap", Usage: "start a new cluster with this server"},
-			&cli.StringSliceFlag{Name: "join", Usage: "HTTP URL of a server to join (repeat)"},
+			&cli.StringSliceFlag{Name: "join", Usage: "URL of any server of the cluster to join (a follower passes the join on to the leader; repeat for others to try)"},
 			&cli.StringSliceFlag{Name: "peer", Usage: "ID=URL of every server, for forwarding to the leader (repeat)"},
 			&cli.StringFlag{Name: "secret", EnvVars: []string{EnvSecret}, Usage: "secret shared by the servers"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "PEM certificate of this server (for its IPs/names): serve HTTPS, and Raft and server-to-server requests over mutual TLS; needs --tls-key and --tls-ca"},
@@ -157,7 +164,8 @@ func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
 		Usage: "run a single-server coordinator with the embedded local cluster: tasks run as local processes",
-		Flags: commonServerFlags(),
+		Flags: append(commonServerFlags(),
+			advertiseFlag("http:// URL tasks use to reach this coordinator, e.g. when --http-addr is 0.0.0.0:7070 (default: http://<http-addr>)")),
 		Action: func(c *cli.Context) error {
 			cfg, err := daemonConfig(c)
 			if err != nil {
@@ -273,6 +281,11 @@ func runDaemon(c *cli.Context, cfg daemon.Config) error {
 	select {
 	case <-sig:
 	case <-c.Context.Done():
+	case err := <-d.JoinFailed():
+		// This server cannot become part of the cluster until its
+		// settings change: say what to fix and exit.
+		_ = d.Close()
+		return fmt.Errorf("coordinator server %s cannot join the cluster: %w", cfg.Server.ID, err)
 	}
 	return d.Close()
 }

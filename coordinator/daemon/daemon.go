@@ -95,11 +95,17 @@ func Start(cfg Config) (*Daemon, error) {
 		log = slog.Default()
 	}
 	cfg.Server.Logger = log
+	if err := checkURLs(cfg); err != nil {
+		return nil, err
+	}
 	var tlsCfg *tls.Config
 	var caPEM []byte
 	if cfg.TLS.enabled() {
 		var err error
 		if tlsCfg, caPEM, err = cfg.TLS.load(); err != nil {
+			return nil, err
+		}
+		if err := checkCert(cfg, tlsCfg.Certificates[0], caPEM, time.Now()); err != nil {
 			return nil, err
 		}
 		cfg.Server.TLS = tlsCfg
@@ -120,7 +126,7 @@ func Start(cfg Config) (*Daemon, error) {
 	}
 	client, logClient := peerClients(tlsCfg)
 	if len(cfg.Server.Join) > 0 {
-		cfg.Server.JoinFunc = join(client, cfg.Secret)
+		cfg.Server.JoinFunc = join(client, cfg.Secret, tlsCfg != nil)
 	}
 	srv, err := server.New(cfg.Server)
 	if err != nil {

@@ -378,24 +378,5 @@ func (f *forwarder) internal(mux *http.ServeMux) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(f.srv.WarmUps(structs.JobID(r.PathValue("id"))))
 	}))
-	mux.HandleFunc("POST "+pathJoin, auth(func(w http.ResponseWriter, r *http.Request) {
-		var req struct{ ID, RaftAddr string }
-		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&req); err != nil || req.ID == "" || req.RaftAddr == "" {
-			http.Error(w, `{"error":"join needs {ID, RaftAddr}"}`, http.StatusBadRequest)
-			return
-		}
-		if err := f.srv.AddVoter(req.ID, req.RaftAddr); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-}
-
-// join asks the server at base (an HTTP URL) to add this one as a voter.
-func join(client *http.Client, secret string) func(ctx context.Context, base, id, raftAddr string) error {
-	return func(ctx context.Context, base, id, raftAddr string) error {
-		body, _ := json.Marshal(map[string]string{"ID": id, "RaftAddr": raftAddr})
-		return postOK(ctx, client, base+pathJoin, secret, body)
-	}
+	mux.HandleFunc("POST "+pathJoin, auth(f.serveJoin))
 }

@@ -77,7 +77,8 @@ type Config struct {
 	Join []string
 	// JoinFunc asks the server at addr (one of Join) to add this server as
 	// a voter; on that server the HTTP layer calls AddVoter. Required when
-	// Join is set.
+	// Join is set. An error with a Permanent() bool method that returns
+	// true stops the asking (see JoinFailed); others are retried.
 	JoinFunc func(ctx context.Context, addr, id, raftAddr string) error
 
 	// HeartbeatTTL is how long a task may stay silent before it is Lost.
@@ -161,6 +162,7 @@ type Server struct {
 
 	wakeCh     chan struct{} // capacity 1: wakes the scheduling loop
 	shutdownCh chan struct{}
+	joinFailed chan error // joinLoop's permanent refusal (JoinFailed)
 	shutdown   sync.Once
 	wg         sync.WaitGroup // background goroutines
 
@@ -200,6 +202,7 @@ func New(cfg Config) (*Server, error) {
 		metrics:    newMetrics(),
 		wakeCh:     make(chan struct{}, 1),
 		shutdownCh: make(chan struct{}),
+		joinFailed: make(chan error, 1),
 	}
 	s.fsm.OnApply = s.onApply
 	if err := s.openRaft(); err != nil {
@@ -283,7 +286,9 @@ func (s *Server) openRaft() error {
 }
 
 // joinLoop asks the servers in cfg.Join, in turn, to add this one, until
-// one does or the server shuts down.
+// one does or the server shuts down, with backoff between rounds. An
+// error with a Permanent method that says true (a certificate the peer
+// refuses, another secret) ends it: JoinFailed then delivers the error.
 func (s *Server) joinLoop() {
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -303,7 +308,13 @@ func (s *Server) joinLoop() {
 				s.log.Info("joined the cluster", "via", addr)
 				return
 			}
-			s.log.Warn("join failed", "via", addr, "err", err)
+			var p interface{ Permanent() bool }
+			if errors.As(err, &p) && p.Permanent() {
+				s.log.Error("join refused: asking again cannot help", "via", addr, "err", err)
+				s.joinFailed <- err
+				return
+			}
+			s.log.Warn("join failed, retrying", "via", addr, "err", err)
 		}
 		select {
 		case <-s.shutdownCh:
@@ -313,6 +324,11 @@ func (s *Server) joinLoop() {
 		backoff = min(2*backoff, 5*time.Second)
 	}
 }
+
+// JoinFailed delivers the error that ended joining for good (see
+// Config.JoinFunc); nothing comes while joining goes on, or after it
+// succeeded.
+func (s *Server) JoinFailed() <-chan error { return s.joinFailed }
 
 // RaftAddr returns the address the other servers reach this one's Raft
 // transport at: Config.RaftAdvertise if set, else the one it listens on.

@@ -61,13 +61,20 @@ func NewCA(t testing.TB, name string) *CA {
 // certificate for the IP addresses and DNS names in hosts.
 func (ca *CA) Issue(t testing.TB, name string, hosts ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
+	return ca.IssueValid(t, name, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), hosts...)
+}
+
+// IssueValid is Issue for a certificate valid from notBefore to notAfter
+// (an expired one, or one not valid yet).
+func (ca *CA) IssueValid(t testing.TB, name string, notBefore, notAfter time.Time, hosts ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	tmpl := &x509.Certificate{
 		SerialNumber: nextSerial(),
 		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
@@ -92,8 +99,15 @@ type Files struct{ Cert, Key, CA string }
 // and the CA certificate to a new directory.
 func (ca *CA) Write(t testing.TB, name string, hosts ...string) Files {
 	t.Helper()
-	dir := t.TempDir()
 	cert, key := ca.Issue(t, name, hosts...)
+	return ca.WritePEM(t, name, cert, key)
+}
+
+// WritePEM writes a certificate and key (from Issue or IssueValid) and
+// the CA certificate to a new directory.
+func (ca *CA) WritePEM(t testing.TB, name string, cert, key []byte) Files {
+	t.Helper()
+	dir := t.TempDir()
 	f := Files{Cert: filepath.Join(dir, name+".crt"), Key: filepath.Join(dir, name+".key"), CA: filepath.Join(dir, "ca.crt")}
 	require.NoError(t, os.WriteFile(f.Cert, cert, 0o600))
 	require.NoError(t, os.WriteFile(f.Key, key, 0o600))
