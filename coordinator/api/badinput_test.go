@@ -55,6 +55,14 @@ func TestBadInputChangesNothing(t *testing.T) {
 		"submit: name in use":       {"u1", "POST", "/v1/jobs", `{kind: service, name: web, project: perception, resources: {cpu: "1"}}`, 409, "web already exists", nil},
 		"submit: high without pool": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, project: vision, priority: high, resources: {cpu: "1"}}`, 403, "project vision does not exist", nil},
 
+		// A job its tasks could not be given: Linux refuses one
+		// environment string over 128 KiB at exec (found by a new user:
+		// accepted, then "argument list too long", exit 127).
+		"submit: command too long for exec": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, priority: low, resources: {cpu: "1"}, command: [sh, -c, "` +
+			strings.Repeat("x", 130<<10) + `"]}`, 400, "over the 120 KiB one environment variable may hold", nil},
+		"submit: env value too long": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, priority: low, resources: {cpu: "1"}, env: {BIG: "` +
+			strings.Repeat("x", 121<<10) + `"}}`, 400, "env.BIG is 122 KiB, over the 120 KiB one environment variable may hold", nil},
+
 		// Control characters in names and values; quantities at and past
 		// the largest int64 (9223372036854775807).
 		"submit: name with NUL":     {"u1", "POST", "/v1/jobs", `{"kind": "command", "name": "a\u0000b"}`, 400, "no control characters", nil},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -32,6 +33,9 @@ func (s *server) submitJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 	}
 	job, err := spec.ToJob(c.user)
 	if err != nil {
+		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
+	}
+	if err := taskenv.Check(job); err != nil {
 		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
 	}
 	job.ID = s.freshID(job.Name)
