@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/atom-sched/atom/atom/internal/gpu"
+	"github.com/atom-sched/atom/atom/internal/report"
+	"github.com/atom-sched/atom/pkg/structs"
 )
 
 // allocation is what the coordinator gave this task.
@@ -57,8 +63,29 @@ func readAllocation(c *cli.Context) (allocation, error) {
 	if a.JobJSON, err = jobJSON(c.String("job-spec")); err != nil {
 		return a, err
 	}
-	if a.Coordinator != "" && (a.Task == "" || a.Token == "") {
-		return a, fmt.Errorf("ATOM_COORDINATOR is set but ATOM_TASK_ID or ATOM_TOKEN is not: set both, or unset ATOM_COORDINATOR to run standalone")
+	file := c.String("token-file")
+	if a.Coordinator != "" && (a.Task == "" || a.Token == "" && file == "") {
+		return a, fmt.Errorf("ATOM_COORDINATOR is set but ATOM_TASK_ID or ATOM_TOKEN (or ATOM_TOKEN_FILE) is not: set both, or unset ATOM_COORDINATOR to run standalone")
+	}
+	if a.Coordinator != "" && a.Token == "" {
+		if a.Token, err = exchangeToken(a, file); err != nil {
+			return a, err
+		}
 	}
 	return a, nil
+}
+
+// exchangeToken gets the allocation token for the Pod's service-account
+// token in file (Kubernetes: ATOM_TOKEN_FILE), before any heartbeat. A
+// coordinator that is away is waited for (the job does not fail for an
+// outage); a refusal, or a signal to stop first, ends atom.
+func exchangeToken(a allocation, file string) (string, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	tok, err := report.ExchangeToken(ctx, a.Coordinator, structs.TaskID(a.Task), file, log)
+	if err != nil {
+		return "", fmt.Errorf("ATOM_TOKEN_FILE: no allocation token for task %s: %w", a.Task, err)
+	}
+	return tok, nil
 }

@@ -54,6 +54,7 @@ func allocFlags() []cli.Flag {
 		&cli.StringFlag{Name: "coordinator", EnvVars: []string{"ATOM_COORDINATOR"}, Usage: "coordinator URL; empty runs standalone"},
 		&cli.StringFlag{Name: "task", EnvVars: []string{"ATOM_TASK_ID"}, Usage: "this task's ID"},
 		&cli.StringFlag{Name: "token", EnvVars: []string{"ATOM_TOKEN"}, Usage: "this task's allocation token"},
+		&cli.StringFlag{Name: "token-file", EnvVars: []string{"ATOM_TOKEN_FILE"}, Usage: "without --token: a file holding this Pod's service-account token, which atom exchanges at the coordinator for the allocation token (Kubernetes)"},
 		&cli.StringFlag{Name: "job", EnvVars: []string{"ATOM_JOB_ID"}, Usage: "the job's ID"},
 		&cli.IntFlag{Name: "replica", EnvVars: []string{"ATOM_REPLICA"}, Usage: "this task's replica index"},
 		&cli.IntFlag{Name: "replicas", EnvVars: []string{"ATOM_REPLICAS"}, Usage: "the job's replica count"},

@@ -22,7 +22,8 @@
 // The package reads state through Store.Read and changes it only through
 // Store.Apply with typed commands that carry the time and IDs (the state
 // machine reads no clock). It never writes an allocation token into a
-// response.
+// response, but to the task's own Pod (POST /v1/tasks/{id}/token, its
+// bound service-account token vouched for by its cluster).
 package api
 
 import (
@@ -35,6 +36,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
 
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/sched"
@@ -110,6 +112,10 @@ type Config struct {
 	// Volumes, if set, serves /v1/volumes (kubernetes clusters' persistent
 	// volumes).
 	Volumes VolumeStore
+	// PodTokens, if set, serves POST /v1/tasks/{id}/token: task Pods of
+	// kubernetes clusters exchange their bound service-account token for
+	// their allocation token.
+	PodTokens PodTokens
 }
 
 // Bounds on request bodies other than specs (specs may have
@@ -120,7 +126,7 @@ const maxSmallBody = 64 << 10
 // LoadTokens or ParseTokens, which validate it.
 func New(store Store, cfg Config) http.Handler {
 	s := &server{store: store, clock: cfg.Clock, newID: cfg.NewID, mux: http.NewServeMux(), logs: cfg.Logs, volumes: cfg.Volumes,
-		users: map[[sha256.Size]byte]*User{}}
+		users: map[[sha256.Size]byte]*User{}, podTokens: cfg.PodTokens, tokenLimit: newTokenLimiter()}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -177,6 +183,7 @@ func (s *server) routes(reg *prometheus.Registry) {
 
 	s.handle("POST /v1/tasks/{id}/heartbeat", authTask, s.heartbeat)
 	s.handle("GET /v1/tasks/{id}/peers", authTask, s.peers)
+	s.handle("POST /v1/tasks/{id}/token", authTask, s.taskToken)
 
 	if reg != nil {
 		prom := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
@@ -215,6 +222,10 @@ type server struct {
 	logs    LogSource                   // nil: no logs kept here
 	served  []string                    // the patterns handle registered
 	volumes VolumeStore                 // nil: no kubernetes cluster
+	// podTokens reviews task Pods' tokens (nil: no kubernetes cluster);
+	// tokenLimit bounds the exchanges per second.
+	podTokens  PodTokens
+	tokenLimit *rate.Limiter
 }
 
 // ServeHTTP routes r. Requests no route takes get a JSON 404 or 405.

@@ -191,6 +191,10 @@ func TestAccessMatrix(t *testing.T) {
 			map[caller]int{alloc: ok, sibling: ok, expired: forbidden}},
 		{"GET", "/v1/tasks/" + gone + "/peers", "", noUsers,
 			map[caller]int{alloc: forbidden, sibling: forbidden, expired: forbidden}},
+		// The token exchange is for task Pods of kubernetes clusters (none
+		// here); test/k8s/kubebackend tests it against a real API server.
+		{"POST", "/v1/tasks/" + task0 + "/token", `{"serviceAccountToken": "x"}`, [4]int{notfound, notfound, notfound, notfound},
+			map[caller]int{alloc: notfound, sibling: notfound, expired: notfound, foreign: notfound, none: notfound, garbage: notfound}},
 		{"GET", "/metrics", "", all, nil},
 	}
 	t.Run("every endpoint has a row", func(t *testing.T) {

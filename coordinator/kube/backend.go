@@ -3,9 +3,10 @@
 // as task events through a Pod informer; NodeSync follows the cluster's
 // Node objects into the coordinator's state.
 //
-//	server ──Start(task, job, token)──▶ Pod (schedulerName atom; a gang's unbound, others bound) + Secret (token)
+//	server ──Start(task, job, token)──▶ Pod (schedulerName atom; a gang's unbound, others bound)
 //	                                    once every Pod of the gang exists: Binding to each task's node
-//	server ──Stop(task, grace)────────▶ delete Pod (grace) and its Secret
+//	server ──Stop(task, grace)────────▶ delete Pod (grace)
+//	atom in the Pod ──its bound token─▶ ReviewPodToken (TokenReview): the allocation token for it
 //	Pod informer ──phase changes──────▶ Heartbeater: Running, Succeeded/Failed (exit code), Lost (deleted or
 //	                                    evicted outside atom); a finished Pod is deleted once its end is committed
 //	Node informer ──not Ready > grace─▶ its tasks Lost, their Pods deleted (leader)
@@ -17,10 +18,11 @@
 // running; the failed one is reported Lost before it started, which
 // requeues the job (and stops the siblings, whose Pods never ran).
 //
-// The allocation token is never in a label, an annotation or the Pod spec:
-// it is in a Secret of the task's own, owned by its Pod, that the Pod
-// reads as ATOM_TOKEN (secretKeyRef). The coordinator creates and deletes
-// such Secrets; it never reads any.
+// The allocation token is never in a label, an annotation, the Pod spec or
+// any other object: the Pod gets a projected service-account token bound
+// to itself (audience atom, ATOM_TOKEN_FILE), which atom exchanges at the
+// coordinator for its allocation token (tokenreview.go), as Vault's
+// Kubernetes auth does. Starting a task costs one API write: its Pod.
 package kube
 
 import (
@@ -66,6 +68,9 @@ type Config struct {
 	Client kubernetes.Interface
 	// Namespace is where task Pods go; "default" if empty.
 	Namespace string
+	// ServiceAccount is the task Pods' service account in Namespace
+	// (whose bound token atom exchanges); "default" if empty.
+	ServiceAccount string
 	// Coordinator is ATOM_COORDINATOR: the coordinators' HTTP URLs,
 	// comma-separated, as reachable from Pods.
 	Coordinator string
@@ -180,6 +185,9 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = "default"
 	}
+	if cfg.ServiceAccount == "" {
+		cfg.ServiceAccount = "default"
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -244,11 +252,11 @@ func (b *Backend) Close() {
 	b.wg.Wait()
 }
 
-// Start creates task t's Pod and its Secret (a Spark executor's Pod is
+// Start creates task t's Pod (a Spark executor's Pod is
 // Spark's: Start binds it to t.Node); a gang's Pods are created
 // unbound and bound to their nodes once all of them exist (a task that is
 // no gang's is created bound). A Pod already there for the same allocation (a
-// retried Start) is success. A Pod or Secret that cannot be created is
+// retried Start) is success. A Pod that cannot be created is
 // taken back and t reported Lost before it started: the coordinator
 // requeues its job and stops the rest of the gang, none of which ran.
 func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
@@ -270,7 +278,6 @@ func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
 	pod.Annotations[AnnotationAlloc] = allocHash(token)
 	pods := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace)
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
-	fresh := err == nil
 	if apierrors.IsAlreadyExists(err) {
 		created, err = pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		if err == nil && created.Annotations[AnnotationAlloc] != pod.Annotations[AnnotationAlloc] {
@@ -284,20 +291,6 @@ func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
 	if err != nil {
 		return b.failStart(ctx, t, j, fmt.Errorf("create pod %s/%s: %w", b.cfg.Namespace, pod.Name, err))
 	}
-	secrets := b.cfg.Client.CoreV1().Secrets(b.cfg.Namespace)
-	sec := b.Secret(t, j, token, created)
-	_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) && fresh {
-		// Left by an earlier allocation of the same task ID: its token
-		// is not this one's.
-		b.deleteSecret(ctx, t.ID)
-		_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
-	}
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		// The Pod would wait for its Secret for ever: take it back.
-		b.forceDelete(ctx, t.ID)
-		return b.failStart(ctx, t, j, fmt.Errorf("create secret %s/%s: %w", b.cfg.Namespace, sec.Name, err))
-	}
 	if created.Spec.NodeName != "" {
 		return nil // no gang's (bound at creation), or bound by an earlier Start
 	}
@@ -305,7 +298,7 @@ func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
 }
 
 // Stop deletes task id's Pod with grace as its grace period (rounded up
-// to whole seconds), and its Secret. A Pod already gone is success.
+// to whole seconds). A Pod already gone is success.
 func (b *Backend) Stop(id structs.TaskID, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -315,18 +308,15 @@ func (b *Backend) Stop(id structs.TaskID, grace time.Duration) error {
 	delete(b.boundIDs, id)
 	b.mu.Unlock()
 	secs := int64(math.Ceil(grace.Seconds()))
-	name, executor := b.podName(id)
+	name, _ := b.podName(id)
 	err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &secs})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("stop task %s: delete pod %s/%s: %w", id, b.cfg.Namespace, name, err)
 	}
-	if !executor {
-		b.deleteSecret(ctx, id)
-	}
 	return nil
 }
 
-// forceDelete deletes task id's Pod at once (grace 0) and its Secret, as
+// forceDelete deletes task id's Pod at once (grace 0), as
 // atom's own deletion, logging what fails.
 func (b *Backend) forceDelete(ctx context.Context, id structs.TaskID) {
 	b.mu.Lock()
@@ -335,23 +325,10 @@ func (b *Backend) forceDelete(ctx context.Context, id structs.TaskID) {
 	delete(b.boundIDs, id)
 	b.mu.Unlock()
 	zero := int64(0)
-	name, executor := b.podName(id)
+	name, _ := b.podName(id)
 	err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil && !apierrors.IsNotFound(err) {
 		b.log.Warn("delete pod", "task", id, "pod", name, "err", err)
-	}
-	if !executor {
-		b.deleteSecret(ctx, id)
-	}
-}
-
-// deleteSecret deletes task id's Secret. Its owner reference would have
-// the garbage collector do it once the Pod is gone; this does not wait
-// for one.
-func (b *Backend) deleteSecret(ctx context.Context, id structs.TaskID) {
-	err := b.cfg.Client.CoreV1().Secrets(b.cfg.Namespace).Delete(ctx, SecretName(id), metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		b.log.Warn("delete task secret", "task", id, "err", err)
 	}
 }
 
@@ -375,21 +352,6 @@ func (b *Backend) meta(t *structs.Task, j *structs.Job) (labels, annotations map
 	return labels, annotations
 }
 
-// Secret is task t's Secret: the token under TokenKey, owned by pod
-// (when it has a UID) so that it goes with it.
-func (b *Backend) Secret(t *structs.Task, j *structs.Job, token string, pod *corev1.Pod) *corev1.Secret {
-	labels, annotations := b.meta(t, j)
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: SecretName(t.ID), Namespace: b.cfg.Namespace, Labels: labels, Annotations: annotations},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{TokenKey: []byte(token)},
-	}
-	if pod != nil && pod.UID != "" {
-		s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
-	}
-	return s
-}
-
 // Pod is task t's Pod: under the backend's scheduler name, t.Node in its
 // annotation atom.io/node, unbound if t is a gang's (Start binds it
 // there), else bound to t.Node at once (spec.nodeName: one write to the
@@ -397,8 +359,9 @@ func (b *Backend) Secret(t *structs.Task, j *structs.Job, token string, pod *cor
 // priority class,
 // requests = limits of t's allocation (whole GPUs as nvidia.com/gpu), the
 // job's image running `/app/atom run [--grace G] [-- CMD ARGS...]`, the
-// job's env and atom's (the token from the task's Secret), never
-// restarted by the kubelet (atom and the coordinator decide).
+// job's env and atom's, the service account's token bound to the Pod
+// (audience atom) at TokenPath for atom to exchange, never restarted by
+// the kubelet (atom and the coordinator decide).
 func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 	image := j.Image
 	if image == "" {
@@ -446,6 +409,7 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 			PriorityClassName:            PriorityClass(j.Priority),
 			RestartPolicy:                corev1.RestartPolicyNever,
 			Tolerations:                  slices.Clone(j.Tolerations),
+			ServiceAccountName:           b.cfg.ServiceAccount,
 			EnableServiceLinks:           new(bool),
 			AutomountServiceAccountToken: new(bool),
 			Containers: []corev1.Container{{
@@ -464,11 +428,14 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 		p.Spec.TerminationGracePeriodSeconds = &g
 	}
 	p.Spec.Volumes, p.Spec.Containers[0].VolumeMounts, p.Spec.Containers[0].EnvFrom = storage(j)
+	vol, mount := tokenVolume()
+	p.Spec.Volumes = append(p.Spec.Volumes, vol)
+	p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, mount)
 	return p, nil
 }
 
 // env is the container's environment: the job's, then atom's (TaskEnv
-// without the token, which comes from the Secret), the Pod's own IP, name
+// without the token; ATOM_TOKEN_FILE instead), the Pod's own IP, name
 // and namespace through the downward API, and the launch server's address.
 func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
 	vals := map[string]string{}
@@ -480,6 +447,7 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
 	maps.Copy(vals, taskenv.Env(t, j, b.cfg.Coordinator, ""))
 	maps.Copy(vals, taskenv.TLS(b.cfg.CoordinatorCA))
 	delete(vals, "ATOM_TOKEN")
+	vals["ATOM_TOKEN_FILE"] = TokenPath
 	if b.cfg.Heartbeat > 0 {
 		vals["ATOM_HEARTBEAT"] = b.cfg.Heartbeat.String()
 	}
@@ -498,8 +466,6 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
 	return append(env,
-		corev1.EnvVar{Name: "ATOM_TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: SecretName(t.ID)}, Key: TokenKey}}},
 		field("ATOM_POD_IP", "status.podIP"),
 		field("ATOM_LAUNCH_ADVERTISE", "status.podIP"),
 		field("ATOM_POD_NAME", "metadata.name"),

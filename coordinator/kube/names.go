@@ -8,7 +8,7 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// Labels and annotations that link a Pod (and its Secret) to atom. The
+// Labels and annotations that link a Pod to atom. The
 // labels carry label-safe forms of the IDs (see LabelValue), for
 // selecting; the annotations of the same names carry the IDs exactly, and
 // are what the backend reads back.
@@ -38,8 +38,13 @@ const (
 
 	// ContainerName is the name of the one container of a task's Pod.
 	ContainerName = "task"
-	// TokenKey is the key of the allocation token in a task's Secret.
-	TokenKey = "token"
+	// TokenAudience is the audience of the service-account token bound
+	// to a task's Pod, projected at TokenPath (ATOM_TOKEN_FILE), that atom
+	// exchanges for its allocation token; TokenExpiry its lifetime (the
+	// kubelet renews it at 80%; 600 s is the API server's least).
+	TokenAudience = "atom"
+	TokenPath     = "/var/run/secrets/atom/token"
+	TokenExpiry   = 600
 	// LaunchPort is where atom serves launch requests (atom rsh, MPI) in
 	// a Pod: ATOM_LAUNCH_LISTEN=0.0.0.0:7077.
 	LaunchPort = 7077
@@ -86,11 +91,6 @@ func PodName(id structs.TaskID) string {
 func allocHash(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:8])
-}
-
-// SecretName is the name of task id's Secret (its allocation token).
-func SecretName(id structs.TaskID) string {
-	return PodName(id) + "-token" // Secret names may be 253 long
 }
 
 // LabelValue returns s as a valid label value: at most 63 characters of

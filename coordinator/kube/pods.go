@@ -23,7 +23,7 @@ import (
 //	deleted after Stop             → Failed (137 unless the container said otherwise)
 //	deleted otherwise, not ended   → Lost ("deleted outside atom")
 //
-// A Pod whose end was reported (committed) is deleted, with its Secret.
+// A Pod whose end was reported (committed) is deleted.
 // Events of an earlier allocation's Pod (a service replica placed again
 // keeps its task ID, so its Pod's name) are ignored.
 func (b *Backend) observe(o any, deleted bool) {

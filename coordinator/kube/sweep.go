@@ -58,8 +58,7 @@ func (b *Backend) sweepLoop() {
 //     NodeGrace is reported Lost, and its Pod deleted at once (its kubelet
 //     is not there to stop it gracefully);
 //   - a Pod of a task the state does not know, knows ended, or knows with
-//     another allocation is deleted (with the stop grace while it runs), its
-//     Secret too.
+//     another allocation is deleted (with the stop grace while it runs).
 func (b *Backend) Sweep() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -142,7 +141,7 @@ func (b *Backend) nodeLost(ctx context.Context, id structs.TaskID, p *corev1.Pod
 
 // orphan deletes Pod p of task id, which the state does not know, knows
 // ended, or knows with another allocation (running: the task itself
-// still runs, another allocation of it, whose Secret is left alone).
+// still runs, another allocation of it).
 func (b *Backend) orphan(ctx context.Context, id structs.TaskID, p *corev1.Pod, running bool) {
 	if !running {
 		b.mu.Lock()
@@ -165,9 +164,5 @@ func (b *Backend) orphan(ctx context.Context, id structs.TaskID, p *corev1.Pod, 
 		GracePeriodSeconds: &secs, Preconditions: &metav1.Preconditions{UID: &p.UID}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		b.log.Warn("delete pod", "pod", p.Name, "err", err)
-		return
-	}
-	if !running {
-		b.deleteSecret(ctx, id)
 	}
 }

@@ -109,4 +109,7 @@ type Cluster struct {
 	QPS           int    `json:"qps,omitempty"`
 	Burst         int    `json:"burst,omitempty"`
 	HeartbeatPods bool   `json:"heartbeatPods,omitempty"`
+	// ServiceAccount, for a kubernetes cluster, is the task Pods' service
+	// account ("" = default).
+	ServiceAccount string `json:"serviceAccount,omitempty"`
 }

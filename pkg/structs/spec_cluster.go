@@ -69,17 +69,20 @@ type PoolSpec struct {
 // the image of task Pods whose job names none (image), the client's rate
 // limits (qps, burst: requests per second and the burst above it), and
 // heartbeatPods (the coordinator heartbeats for Running task Pods, as on a
-// kwok cluster, where no atom runs in them).
+// kwok cluster, where no atom runs in them), and serviceAccount, the task
+// Pods' service account in the namespace (default "default"), whose token
+// bound to each Pod atom exchanges for its allocation token.
 type ClusterSpec struct {
-	Name          ClusterID `json:"name"`
-	Backend       string    `json:"backend,omitempty"`
-	Redis         string    `json:"redis,omitempty"`
-	Kubeconfig    string    `json:"kubeconfig,omitempty"`
-	Namespace     string    `json:"namespace,omitempty"`
-	Image         string    `json:"image,omitempty"`
-	QPS           int       `json:"qps,omitempty"`
-	Burst         int       `json:"burst,omitempty"`
-	HeartbeatPods bool      `json:"heartbeatPods,omitempty"`
+	Name           ClusterID `json:"name"`
+	Backend        string    `json:"backend,omitempty"`
+	Redis          string    `json:"redis,omitempty"`
+	Kubeconfig     string    `json:"kubeconfig,omitempty"`
+	Namespace      string    `json:"namespace,omitempty"`
+	Image          string    `json:"image,omitempty"`
+	QPS            int       `json:"qps,omitempty"`
+	Burst          int       `json:"burst,omitempty"`
+	HeartbeatPods  bool      `json:"heartbeatPods,omitempty"`
+	ServiceAccount string    `json:"serviceAccount,omitempty"`
 }
 
 // Bounds on a kubernetes cluster's client rate limits.
@@ -363,7 +366,7 @@ func (s *ClusterSpec) convert(p string) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Name: s.Name, Backend: s.Backend, Redis: s.Redis, Kubeconfig: s.Kubeconfig, Namespace: s.Namespace,
-		Image: s.Image, QPS: s.QPS, Burst: s.Burst, HeartbeatPods: s.HeartbeatPods}
+		Image: s.Image, QPS: s.QPS, Burst: s.Burst, HeartbeatPods: s.HeartbeatPods, ServiceAccount: s.ServiceAccount}
 	switch s.Backend {
 	case "":
 		c.Backend = "local"
@@ -387,6 +390,8 @@ func (s *ClusterSpec) convert(p string) (*Cluster, error) {
 			return nil, bad(at(p, "burst"), s.Burst, "only a kubernetes cluster has one: give backend: kubernetes, or no burst")
 		case s.HeartbeatPods:
 			return nil, bad(at(p, "heartbeatPods"), true, "only a kubernetes cluster has Pods: give backend: kubernetes, or no heartbeatPods")
+		case s.ServiceAccount != "":
+			return nil, bad(at(p, "serviceAccount"), s.ServiceAccount, "only a kubernetes cluster has one: give backend: kubernetes, or no serviceAccount")
 		}
 	}
 	if s.QPS < 0 || s.QPS > MaxKubeQPS {
@@ -400,6 +405,9 @@ func (s *ClusterSpec) convert(p string) (*Cluster, error) {
 	}
 	if s.Namespace != "" && len(validation.IsDNS1123Label(s.Namespace)) > 0 {
 		return nil, bad(at(p, "namespace"), s.Namespace, "use a Kubernetes namespace name (lowercase letters, digits and '-', at most 63)")
+	}
+	if s.ServiceAccount != "" && len(validation.IsDNS1123Subdomain(s.ServiceAccount)) > 0 {
+		return nil, bad(at(p, "serviceAccount"), s.ServiceAccount, "use a Kubernetes service account name (lowercase letters, digits, '-' and '.', at most 253)")
 	}
 	if s.Redis != "" {
 		host, port, err := net.SplitHostPort(s.Redis)

@@ -8,7 +8,8 @@ import (
 )
 
 // TestKubernetesClusterFields: a kubernetes cluster carries its own image,
-// client rate limits and heartbeatPods; a local one may not name them.
+// client rate limits, heartbeatPods and its task Pods' service account; a
+// local one may not name them.
 func TestKubernetesClusterFields(t *testing.T) {
 	t.Parallel()
 	cfg, err := ParseClusterConfig([]byte(`clusters:
@@ -20,12 +21,13 @@ func TestKubernetesClusterFields(t *testing.T) {
     qps: 2000
     burst: 4000
     heartbeatPods: true
+    serviceAccount: atom-task
   - {name: prod, backend: kubernetes}
 `))
 	require.NoError(t, err)
 	assert.Equal(t, []Cluster{
 		{Name: "kwok", Backend: "kubernetes", Kubeconfig: "/etc/atom/kwok.kubeconfig", Namespace: "atom-jobs",
-			Image: "registry.example.com/atom/cpu:1.0", QPS: 2000, Burst: 4000, HeartbeatPods: true},
+			Image: "registry.example.com/atom/cpu:1.0", QPS: 2000, Burst: 4000, HeartbeatPods: true, ServiceAccount: "atom-task"},
 		{Name: "prod", Backend: "kubernetes"},
 	}, cfg.Clusters)
 }
@@ -41,6 +43,10 @@ func TestKubernetesClusterFieldsRejected(t *testing.T) {
 			`clusters[0].burst 10 is not allowed: only a kubernetes cluster has one: give backend: kubernetes, or no burst`},
 		{"heartbeatPods on local", "clusters: [{name: a, heartbeatPods: true}]",
 			`clusters[0].heartbeatPods true is not allowed: only a kubernetes cluster has Pods: give backend: kubernetes, or no heartbeatPods`},
+		{"serviceAccount on local", "clusters: [{name: a, serviceAccount: x}]",
+			`clusters[0].serviceAccount "x" is not allowed: only a kubernetes cluster has one: give backend: kubernetes, or no serviceAccount`},
+		{"bad serviceAccount", "clusters: [{name: a, backend: kubernetes, serviceAccount: Atom_Task}]",
+			`clusters[0].serviceAccount "Atom_Task" is not allowed: use a Kubernetes service account name`},
 		{"negative qps", "clusters: [{name: a, backend: kubernetes, qps: -1}]",
 			`clusters[0].qps -1 is not allowed: use requests per second from 1 to 100000 (leave it out for the server's --kube-qps)`},
 		{"huge qps", "clusters: [{name: a, backend: kubernetes, qps: 100001}]",

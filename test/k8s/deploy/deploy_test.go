@@ -209,15 +209,16 @@ func checkVector(ctx context.Context, t *testing.T, c *k8stest.Cluster) {
 // do (SelfSubjectAccessReview, as the coordinator).
 func checkRBAC(ctx context.Context, t *testing.T, c *k8stest.Cluster) {
 	t.Helper()
-	may := func(verb string, gr schema.GroupResource, sub string) bool {
+	mayIn := func(ns, verb string, gr schema.GroupResource, sub string) bool {
 		r, err := c.Coordinator.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authv1.SelfSubjectAccessReview{
 			Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
-				Namespace: "atom-jobs", Verb: verb, Group: gr.Group, Resource: gr.Resource, Subresource: sub,
+				Namespace: ns, Verb: verb, Group: gr.Group, Resource: gr.Resource, Subresource: sub,
 			}},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		return r.Status.Allowed
 	}
+	may := func(verb string, gr schema.GroupResource, sub string) bool { return mayIn("atom-jobs", verb, gr, sub) }
 	pods, pvcs := schema.GroupResource{Resource: "pods"}, schema.GroupResource{Resource: "persistentvolumeclaims"}
 	secrets, nodes := schema.GroupResource{Resource: "secrets"}, schema.GroupResource{Resource: "nodes"}
 	for _, v := range []string{"create", "delete", "get", "list", "watch"} {
@@ -225,10 +226,14 @@ func checkRBAC(ctx context.Context, t *testing.T, c *k8stest.Cluster) {
 		assert.True(t, may(v, pvcs, ""), "persistentvolumeclaims %s", v)
 	}
 	assert.True(t, may("create", pods, "binding"), "pods/binding create")
-	assert.True(t, may("create", secrets, ""), "secrets create")
-	assert.True(t, may("delete", secrets, ""), "secrets delete")
-	assert.False(t, may("get", secrets, ""), "secrets get")
-	assert.False(t, may("list", secrets, ""), "secrets list")
+	// No Secret at all: task Pods exchange their bound service-account
+	// token, which the coordinator reviews (TokenReview), cluster-wide.
+	for _, v := range []string{"create", "delete", "get", "list", "watch"} {
+		assert.False(t, may(v, secrets, ""), "secrets %s", v)
+	}
+	reviews := schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}
+	assert.True(t, mayIn("", "create", reviews, ""), "tokenreviews create")
+	assert.False(t, may("create", schema.GroupResource{Resource: "serviceaccounts"}, "token"), "serviceaccounts/token create")
 	for _, v := range []string{"get", "list", "watch"} {
 		assert.True(t, may(v, nodes, ""), "nodes %s", v)
 	}

@@ -211,19 +211,18 @@ func TestBackend(t *testing.T) {
 				require.NotNil(t, e[k].ValueFrom.FieldRef, k)
 				assert.Equal(t, path, e[k].ValueFrom.FieldRef.FieldPath, k)
 			}
-			// The token: from the task's Secret, never in the Pod itself.
-			require.NotNil(t, e["ATOM_TOKEN"].ValueFrom)
-			require.NotNil(t, e["ATOM_TOKEN"].ValueFrom.SecretKeyRef)
-			assert.Equal(t, kube.SecretName(task.ID), e["ATOM_TOKEN"].ValueFrom.SecretKeyRef.Name)
+			// The token: never in the Pod, nor in any Secret; atom exchanges
+			// the projected service-account token bound to the Pod.
+			assert.NotContains(t, e, "ATOM_TOKEN")
+			assert.Equal(t, kube.TokenPath, e["ATOM_TOKEN_FILE"].Value)
+			assert.Equal(t, "default", p.Spec.ServiceAccountName)
+			require.NotNil(t, p.Spec.AutomountServiceAccountToken)
+			assert.False(t, *p.Spec.AutomountServiceAccountToken)
+			assertTokenVolume(t, p)
 			raw, err := json.Marshal(p)
 			require.NoError(t, err)
 			assert.NotContains(t, string(raw), tokens[i], "the token appears in the pod")
-			sec, err := c.Admin.CoreV1().Secrets(ns).Get(ctx, kube.SecretName(task.ID), metav1.GetOptions{})
-			require.NoError(t, err)
-			assert.Equal(t, tokens[i], string(sec.Data[kube.TokenKey]))
-			require.Len(t, sec.OwnerReferences, 1)
-			assert.Equal(t, p.UID, sec.OwnerReferences[0].UID)
-			assert.Equal(t, "Pod", sec.OwnerReferences[0].Kind)
+			assertNoSecrets(ctx, t, c, ns)
 
 			ev := rec.wait(t, task.ID, structs.TaskRunning)
 			assert.Equal(t, p.Status.PodIP+":7077", ev.Endpoint)
@@ -246,8 +245,6 @@ func TestBackend(t *testing.T) {
 			_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, kube.PodName(id), metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		}, 20*time.Second, 50*time.Millisecond, "stopped pod goes away")
-		_, err := c.Admin.CoreV1().Secrets(ns).Get(ctx, kube.SecretName(id), metav1.GetOptions{})
-		assert.True(t, apierrors.IsNotFound(err), "its secret is deleted: %v", err)
 		ev := rec.wait(t, id, structs.TaskFailed)
 		assert.Equal(t, "pod deleted by atom", ev.Message)
 		for _, e := range rec.snapshot() {

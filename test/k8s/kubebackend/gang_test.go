@@ -98,7 +98,7 @@ func TestGangs(t *testing.T) {
 		assert.Len(t, before, 4, "the four Pods were created, unbound, before the first was bound")
 
 		// The launcher (replica 0) exits 0: the job succeeds, and every
-		// Pod and Secret of it goes.
+		// Pod of it goes (no Secret was ever made).
 		var launcher *structs.Task
 		for _, task := range tasks {
 			if task.Index == 0 {
@@ -109,10 +109,7 @@ func TestGangs(t *testing.T) {
 		j, _ := co.waitJob(t, id, "succeeds", func(j *structs.Job, _ []*structs.Task) bool { return j.State.Ended() })
 		assert.Equal(t, structs.JobSucceeded, j.State)
 		require.Eventually(t, func() bool { return len(pods(t, c, id)) == 0 }, 30*time.Second, 50*time.Millisecond, "the job's Pods are deleted")
-		for _, task := range tasks {
-			_, err := c.Admin.CoreV1().Secrets(ns).Get(ctx, kube.SecretName(task.ID), metav1.GetOptions{})
-			assert.True(t, apierrors.IsNotFound(err), "secret of %s: %v", task.ID, err)
-		}
+		assertNoSecrets(ctx, t, c, ns)
 	})
 
 	t.Run("all-or-none", func(t *testing.T) {

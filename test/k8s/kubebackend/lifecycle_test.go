@@ -41,8 +41,7 @@ func TestLifecycle(t *testing.T) {
 		_, tasks := co.waitJob(t, id, "runs", func(j *structs.Job, _ []*structs.Task) bool { return j.State == structs.JobRunning })
 		require.Len(t, tasks, 1)
 		name := kube.PodName(tasks[0].ID)
-		_, err := c.Admin.CoreV1().Secrets(ns).Get(ctx, kube.SecretName(tasks[0].ID), metav1.GetOptions{})
-		require.NoError(t, err)
+		assertNoSecrets(ctx, t, c, ns)
 		finish(t, c, name, 3)
 		j, tasks := co.waitJob(t, id, "fails", func(j *structs.Job, _ []*structs.Task) bool { return j.State.Ended() })
 		assert.Equal(t, structs.JobFailed, j.State)
@@ -52,8 +51,6 @@ func TestLifecycle(t *testing.T) {
 			_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		}, 20*time.Second, 50*time.Millisecond, "the finished Pod is deleted")
-		_, err = c.Admin.CoreV1().Secrets(ns).Get(ctx, kube.SecretName(tasks[0].ID), metav1.GetOptions{})
-		assert.True(t, apierrors.IsNotFound(err), "its Secret is deleted: %v", err)
 	})
 
 	t.Run("orphans", func(t *testing.T) {

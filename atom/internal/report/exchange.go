@@ -1,0 +1,60 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// MaxExchangeWait bounds the wait between two tries of ExchangeToken.
+const MaxExchangeWait = 5 * time.Second
+
+// ExchangeToken gets task's allocation token from the coordinator (addrs
+// as for New) for the service-account token in file (ATOM_TOKEN_FILE: the
+// projected token of a kubernetes Pod, which the kubelet renews, so it is
+// read again for every try). A coordinator that is away (no answer, 429,
+// 5xx) is tried again, server after server, with backoff up to
+// MaxExchangeWait, until ctx ends; a refusal (any other 4xx) is returned
+// at once, with the coordinator's message.
+func ExchangeToken(ctx context.Context, addrs string, task structs.TaskID, file string, log *slog.Logger) (string, error) {
+	r := New(addrs, task, "", maxRequestTimeout, log) // each try bounded by 10 s
+	for n := 1; ; n++ {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("read the Pod's service-account token: %w", err)
+		}
+		jwt := strings.TrimSpace(string(b))
+		if jwt == "" {
+			return "", fmt.Errorf("the Pod's service-account token file %s is empty", file)
+		}
+		tok, err := r.client.TaskToken(ctx, task, jwt)
+		var ce *client.Error
+		switch {
+		case err == nil && tok != "":
+			return tok, nil
+		case err == nil:
+			return "", fmt.Errorf("coordinator %s answered no allocation token for task %s", r.client.Addr(), task)
+		case ctx.Err() != nil:
+			return "", fmt.Errorf("gave up waiting for the coordinator (%v): %w", ctx.Err(), err)
+		case errors.As(err, &ce) && ce.Status >= 400 && ce.Status < 500 && ce.Status != http.StatusTooManyRequests:
+			return "", fmt.Errorf("the coordinator refused this Pod's service-account token (%d): %w", ce.Status, err)
+		}
+		log.Warn("token exchange failed; trying again", "task", task, "tries", n, "coordinator", r.client.Addr(), "err", err)
+		r.next()
+		t := time.NewTimer(min(client.DefaultBackoff(n), MaxExchangeWait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", fmt.Errorf("gave up waiting for the coordinator (%v): %w", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}

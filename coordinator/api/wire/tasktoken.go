@@ -1,0 +1,17 @@
+package wire
+
+import "github.com/atom-sched/atom/pkg/structs"
+
+// TaskTokenRequest is the body of POST /v1/tasks/{id}/token: the
+// service-account token that the task's Pod holds (ATOM_TOKEN_FILE, a
+// projected token bound to the Pod, audience atom).
+type TaskTokenRequest struct {
+	ServiceAccountToken string `json:"serviceAccountToken"`
+}
+
+// TaskToken answers POST /v1/tasks/{id}/token: the task's allocation
+// token, for its heartbeats (ATOM_TOKEN).
+type TaskToken struct {
+	Task  structs.TaskID `json:"task"`
+	Token string         `json:"token"`
+}

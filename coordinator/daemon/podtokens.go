@@ -1,0 +1,49 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/atom-sched/atom/coordinator/api"
+	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// podTokens is the API's PodTokens over the kubernetes clusters'
+// backends: a task's Pod token is reviewed by its node's cluster.
+type podTokens struct{ r *router }
+
+// podTokensOf returns the PodTokens of backend be, nil when it drives no
+// kubernetes cluster.
+func podTokensOf(be any) api.PodTokens {
+	r, ok := be.(*router)
+	if !ok || len(r.kube) == 0 {
+		return nil
+	}
+	return podTokens{r: r}
+}
+
+func (p podTokens) ReviewPodToken(ctx context.Context, t *structs.Task, allocToken, jwt string) error {
+	var c structs.ClusterID
+	p.r.srv.Read(func(s *state.State) {
+		if n := s.Nodes[t.Node]; n != nil {
+			c = n.Cluster
+		}
+	})
+	b := p.r.kube[c]
+	if b == nil || t.Executor != "" {
+		return &api.StatusError{Status: http.StatusForbidden, Msg: "task " + string(t.ID) + " runs in no atom task Pod of a kubernetes cluster: it gets its token as ATOM_TOKEN"}
+	}
+	err := b.ReviewPodToken(ctx, t.ID, allocToken, jwt)
+	var refused *kube.TokenRefused
+	if errors.As(err, &refused) {
+		status := http.StatusForbidden
+		if refused.Invalid {
+			status = http.StatusUnauthorized
+		}
+		return &api.StatusError{Status: status, Msg: refused.Msg}
+	}
+	return err
+}
