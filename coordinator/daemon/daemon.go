@@ -188,7 +188,8 @@ func Start(cfg Config) (*Daemon, error) {
 	fw.internal(mux)
 	probes(mux, srv)
 	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
-	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, cfg.Server.ID), Volumes: volumesOf(be)}))
+	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, cfg.Server.ID), Volumes: volumesOf(be),
+		PodTokens: podTokensOf(be)}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)} // TLS handshake failures, among others
 	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, kube: closeKube, cancel: cancel, done: make(chan struct{})}
