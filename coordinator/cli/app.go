@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -50,6 +51,7 @@ func App() *cli.App {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", EnvVars: []string{EnvAddr}, Value: DefaultAddr, Usage: "the coordinator's HTTP address"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{EnvToken}, Usage: "your API token (from the coordinator's tokens file)"},
+			&cli.DurationFlag{Name: "timeout", EnvVars: []string{"ATOM_TIMEOUT"}, Value: 30 * time.Second, Usage: "how long one request may take, its retries included (0: no limit); job logs -f and --wait are not bounded as a whole"},
 			&cli.StringFlag{Name: "tls-ca", EnvVars: []string{EnvTLSCA}, Usage: "PEM file of the CA that signed an HTTPS coordinator's certificate (besides the system's roots)"},
 			outputFlag(),
 		},
@@ -135,6 +137,7 @@ const tlsKey = "tls"
 // newClient returns a client for the global --addr, --token and --tls-ca.
 func newClient(c *cli.Context) *client.Client {
 	cl := client.New(c.String("addr"), c.String("token"))
+	cl.Timeout = c.Duration("timeout")
 	if cfg, ok := c.App.Metadata[tlsKey].(*tls.Config); ok {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = cfg

@@ -43,6 +43,11 @@ type Client struct {
 	// Backoff returns the wait before retry n (from 1); the default
 	// doubles from 100 ms up to 2 s, with jitter.
 	Backoff func(n int) time.Duration
+	// Timeout bounds one call, its retries included (0: none), so a
+	// coordinator that accepts connections but never answers (paused,
+	// overloaded) fails the call instead of hanging it. Logs is not
+	// bounded: it streams.
+	Timeout time.Duration
 }
 
 // New returns a client of the coordinator at addr ("http://host:7070";
@@ -123,9 +128,20 @@ type request struct {
 }
 
 // do sends r, retrying 503s and unanswered requests with backoff.
-func (c *Client) do(ctx context.Context, r request) error {
+func (c *Client) do(ctx context.Context, r request) (err error) {
+	if c.Timeout > 0 {
+		outer := ctx
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+		defer func() {
+			if ctx.Err() != nil && outer.Err() == nil {
+				err = fmt.Errorf("coordinator %s did not answer %s %s within %s (raise it with --timeout): %w", c.addr, r.method, r.path, c.Timeout, err)
+			}
+		}()
+	}
 	for attempt := 0; ; attempt++ {
-		err := c.once(ctx, r)
+		err = c.once(ctx, r)
 		var ae *Error
 		retry := err != nil && ctx.Err() == nil && !errors.Is(err, ErrUntrustedCertificate) &&
 			((errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable) || !errors.As(err, &ae))
