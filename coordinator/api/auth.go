@@ -10,8 +10,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -58,7 +56,7 @@ func ParseTokens(data []byte) (TokenFile, error) {
 	if !utf8.Valid(data) {
 		return f, fmt.Errorf("tokens file is not valid UTF-8")
 	}
-	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+	if err := structs.DecodeStrict(data, &f, "tokens file"); err != nil {
 		return TokenFile{}, fmt.Errorf("parse tokens file: %s: use users: [{name, token, admin}]", redact(err.Error()))
 	}
 	names, tokens := map[structs.UserID]bool{}, map[string]bool{}

@@ -51,6 +51,11 @@ const (
 
 var quantityType = reflect.TypeFor[Quantity]()
 
+// DecodeStrict decodes a config file of the coordinator (the tokens file)
+// as specs are: one YAML 1.2 or JSON document, unknown fields refused,
+// `yes`/`on` not booleans, bounded size, depth and aliases.
+func DecodeStrict(data []byte, out any, what string) error { return decodeSpec(data, out, what) }
+
 // decodeSpec strictly decodes one YAML or JSON document into out (a pointer
 // to a spec struct). what names the document in messages ("job spec").
 func decodeSpec(data []byte, out any, what string) error {
