@@ -5,6 +5,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -30,6 +31,12 @@ type Config struct {
 	Server server.Config // ID, RaftAddr, DataDir, Bootstrap, Join (HTTP URLs), timings
 	// HTTPAddr is the host:port the API listens on (port 0: any free port).
 	HTTPAddr string
+	// HTTPReadTimeout bounds reading one request, body included (default
+	// a minute; a spec is at most 1 MiB); HTTPIdleTimeout closes a
+	// connection idle between requests (default two minutes). So stalled
+	// or idle clients cannot hold connections for ever. There is no write
+	// timeout: logs -f streams.
+	HTTPReadTimeout, HTTPIdleTimeout time.Duration
 	// Advertise is the URL other servers and tasks use to reach this one;
 	// derived from the listener when empty.
 	Advertise string
@@ -191,6 +198,7 @@ func Start(cfg Config) (*Daemon, error) {
 	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, cfg.Server.ID), Volumes: volumesOf(be),
 		PodTokens: podTokensOf(be)}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: cmp.Or(cfg.HTTPReadTimeout, time.Minute), IdleTimeout: cmp.Or(cfg.HTTPIdleTimeout, 2*time.Minute),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)} // TLS handshake failures, among others
 	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, kube: closeKube, cancel: cancel, done: make(chan struct{})}
 	go func() {
