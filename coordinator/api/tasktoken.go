@@ -38,8 +38,9 @@ func newTokenLimiter() *rate.Limiter { return rate.NewLimiter(tokenExchangeRate,
 // taskToken: POST /v1/tasks/{id}/token with the service-account token of
 // task id's Pod: answers the task's allocation token when the cluster's
 // API server vouches (TokenReview) that the token is bound to the Pod of
-// the task's current allocation and the task is live. Any server that
-// drives the cluster answers (it reads the state); nothing changes.
+// the task's current allocation and the task is live, once per
+// allocation (the answer is committed; a second exchange gets 409). Any
+// server that drives the cluster answers.
 func (s *server) taskToken(w http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
 	id := structs.TaskID(r.PathValue("id"))
 	if s.podTokens == nil {
@@ -67,6 +68,11 @@ func (s *server) taskToken(w http.ResponseWriter, r *http.Request, _ caller) (in
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	if err := s.podTokens.ReviewPodToken(ctx, t, tok, req.ServiceAccountToken); err != nil {
+		return 0, nil, err
+	}
+	// Once per allocation (state.TokenIssue): the job, which can read the
+	// Pod's token file too, must not get what atom keeps from it.
+	if _, err := s.apply(r.Context(), &state.TokenIssue{Task: id}); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, wire.TaskToken{Task: id, Token: tok}, nil

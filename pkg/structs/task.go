@@ -82,6 +82,10 @@ type Task struct {
 	ScheduledAt time.Time `json:"scheduledAt"`
 	StartedAt   time.Time `json:"startedAt,omitempty"`
 	ExitCode    int       `json:"exitCode,omitempty"`
+	// TokenIssued is set once the task's atom has exchanged its Pod's
+	// service-account token for the allocation token (Kubernetes): the
+	// exchange is answered once.
+	TokenIssued bool `json:"tokenIssued,omitempty"`
 	// Message says why an ended task ended, when more than its exit code
 	// tells: "PreflightFailed: ...", "lost: no heartbeat for 15s".
 	Message string `json:"message,omitempty"`

@@ -93,6 +93,10 @@ func TestTokenExchange(t *testing.T) {
 		tok, err = anon.TaskToken(ctx, b.ID, boundToken(t, podB, kube.TokenAudience))
 		require.NoError(t, err)
 		assert.Equal(t, allocToken(b.ID), tok)
+		// Once per allocation: atom asks before its job starts, so the
+		// job, which can read the same token file, is refused.
+		refused(t, a.ID, boundToken(t, podA, kube.TokenAudience), http.StatusConflict,
+			"its allocation token was handed out already, to its atom")
 	})
 
 	t.Run("refused", func(t *testing.T) {
