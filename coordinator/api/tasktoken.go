@@ -2,7 +2,10 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
+	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -58,6 +61,9 @@ func (s *server) taskToken(w http.ResponseWriter, r *http.Request, _ caller) (in
 	if err := decodeJSON(r, &req, "a token exchange"); err != nil {
 		return 0, nil, err
 	}
+	if n := req.Nonce; n != "" && (len(n) < 32 || len(n) > 128 || strings.Trim(n, "0123456789abcdef") != "") {
+		return 0, nil, &structs.FieldError{Field: "nonce", Msg: "is not allowed: use 32 to 128 lowercase hex characters, or leave it out"}
+	}
 	if req.ServiceAccountToken == "" {
 		return 0, nil, errorf(http.StatusUnauthorized, "no serviceAccountToken in the body: send the token of the task's Pod (the file ATOM_TOKEN_FILE names)")
 	}
@@ -72,7 +78,7 @@ func (s *server) taskToken(w http.ResponseWriter, r *http.Request, _ caller) (in
 	}
 	// Once per allocation (state.TokenIssue): the job, which can read the
 	// Pod's token file too, must not get what atom keeps from it.
-	if _, err := s.apply(r.Context(), &state.TokenIssue{Task: id}); err != nil {
+	if _, err := s.apply(r.Context(), &state.TokenIssue{Task: id, Nonce: nonceHash(req.Nonce)}); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, wire.TaskToken{Task: id, Token: tok}, nil
@@ -104,4 +110,13 @@ func (s *server) liveTask(ctx context.Context, id structs.TaskID) (*structs.Task
 		return nil, "", errorf(http.StatusForbidden, "task %s has ended (%s): its Pod gets no token", id, t.State)
 	}
 	return t, tok, nil
+}
+
+// nonceHash is what the state keeps of an exchange's nonce.
+func nonceHash(n string) string {
+	if n == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(n))
+	return hex.EncodeToString(h[:])
 }

@@ -18,6 +18,9 @@ func init() { register(MsgTokenIssue, func() Command { return &TokenIssue{} }) }
 // again is refused, and the job keeps only its launch token.
 type TokenIssue struct {
 	Task structs.TaskID `json:"task"`
+	// Nonce is the hash (SHA-256, hex) of the nonce atom sent; the same
+	// hash again is a retry, answered again ("": no retry allowed).
+	Nonce string `json:"nonce,omitempty"`
 }
 
 func (*TokenIssue) Type() MsgType { return MsgTokenIssue }
@@ -29,9 +32,11 @@ func (c *TokenIssue) apply(s *State) (any, error) {
 		return nil, fmt.Errorf("task %s: %w", c.Task, ErrNotFound)
 	case !t.State.HoldsResources():
 		return nil, invalidf("task %s has ended (%s): it gets no token", c.Task, t.State)
+	case t.TokenIssued && c.Nonce != "" && c.Nonce == t.TokenNonce:
+		return nil, nil // atom's retry
 	case t.TokenIssued:
 		return nil, fmt.Errorf("task %s: its allocation token was handed out already, to its atom, which asks once before the job starts: %w", c.Task, ErrExists)
 	}
-	s.putTask(c.Task, func(t *structs.Task) { t.TokenIssued = true })
+	s.putTask(c.Task, func(t *structs.Task) { t.TokenIssued, t.TokenNonce = true, c.Nonce })
 	return nil, nil
 }

@@ -18,11 +18,15 @@ func TestTokenIssueOnce(t *testing.T) {
 	l.must(&state.JobSubmit{Job: job("b-1", st.NewJob("b", "u1").Low().CPU(1, 1)), Now: t0})
 	l.cycle(t0)
 	id := l.live("b-1").ID
-	l.must(&state.TokenIssue{Task: id})
+	l.must(&state.TokenIssue{Task: id, Nonce: "n1"})
 	assert.True(t, l.s.Tasks[id].TokenIssued)
-	_, err := l.do(&state.TokenIssue{Task: id})
-	require.ErrorIs(t, err, state.ErrExists)
-	assert.ErrorContains(t, err, "handed out already")
+	l.must(&state.TokenIssue{Task: id, Nonce: "n1"}) // atom's retry
+	for _, n := range []string{"", "n2"} {
+		_, err := l.do(&state.TokenIssue{Task: id, Nonce: n})
+		require.ErrorIs(t, err, state.ErrExists)
+		assert.ErrorContains(t, err, "handed out already")
+	}
+	var err error
 	_, err = l.do(&state.TokenIssue{Task: "nosuch-0-a0"})
 	require.ErrorIs(t, err, state.ErrNotFound)
 	l.report(t0, structs.TaskSucceeded, 0, "b-1")

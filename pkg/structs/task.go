@@ -86,6 +86,9 @@ type Task struct {
 	// service-account token for the allocation token (Kubernetes): the
 	// exchange is answered once.
 	TokenIssued bool `json:"tokenIssued,omitempty"`
+	// TokenNonce is the hash of the nonce that exchange came with: the
+	// same nonce again (atom's retry) is answered again.
+	TokenNonce string `json:"tokenNonce,omitempty"`
 	// Message says why an ended task ended, when more than its exit code
 	// tells: "PreflightFailed: ...", "lost: no heartbeat for 15s".
 	Message string `json:"message,omitempty"`

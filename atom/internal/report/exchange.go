@@ -2,6 +2,8 @@ package report
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +28,14 @@ const MaxExchangeWait = 5 * time.Second
 // at once, with the coordinator's message.
 func ExchangeToken(ctx context.Context, addrs string, task structs.TaskID, file string, log *slog.Logger) (string, error) {
 	r := New(addrs, task, "", maxRequestTimeout, log) // each try bounded by 10 s
+	// The coordinator answers once per allocation, and again only to
+	// this nonce: a retry after a lost answer gets the token, a process
+	// of the job that reads the same token file does not.
+	nb := make([]byte, 32)
+	if _, err := rand.Read(nb); err != nil {
+		return "", fmt.Errorf("make a nonce: %w", err)
+	}
+	nonce := hex.EncodeToString(nb)
 	for n := 1; ; n++ {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -35,7 +45,7 @@ func ExchangeToken(ctx context.Context, addrs string, task structs.TaskID, file 
 		if jwt == "" {
 			return "", fmt.Errorf("the Pod's service-account token file %s is empty", file)
 		}
-		tok, err := r.client.TaskToken(ctx, task, jwt)
+		tok, err := r.client.TaskToken(ctx, task, jwt, nonce)
 		var ce *client.Error
 		switch {
 		case err == nil && tok != "":

@@ -7,6 +7,10 @@ import "github.com/atom-sched/atom/pkg/structs"
 // projected token bound to the Pod, audience atom).
 type TaskTokenRequest struct {
 	ServiceAccountToken string `json:"serviceAccountToken"`
+	// Nonce is a random value (hex, 32 to 128 characters) atom makes once
+	// per run: the exchange is answered once per allocation, and again
+	// only to the same nonce (atom's retry after a lost answer).
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // TaskToken answers POST /v1/tasks/{id}/token: the task's allocation

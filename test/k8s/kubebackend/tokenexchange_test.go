@@ -68,9 +68,10 @@ func TestTokenExchange(t *testing.T) {
 		require.NoError(t, err)
 		return tr.Status.Token
 	}
+	const nonceA, nonceB = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
 	refused := func(t *testing.T, id structs.TaskID, jwt string, status int, msg string) {
 		t.Helper()
-		tok, err := anon.TaskToken(ctx, id, jwt)
+		tok, err := anon.TaskToken(ctx, id, jwt, "")
 		assert.Empty(t, tok)
 		var ce *client.Error
 		require.True(t, errors.As(err, &ce), "refused with a status: %v", err)
@@ -87,16 +88,24 @@ func TestTokenExchange(t *testing.T) {
 	assertNoSecrets(ctx, t, c, ns)
 
 	t.Run("own-pod", func(t *testing.T) {
-		tok, err := anon.TaskToken(ctx, a.ID, boundToken(t, podA, kube.TokenAudience))
+		tok, err := anon.TaskToken(ctx, a.ID, boundToken(t, podA, kube.TokenAudience), nonceA)
 		require.NoError(t, err)
 		assert.Equal(t, allocToken(a.ID), tok)
-		tok, err = anon.TaskToken(ctx, b.ID, boundToken(t, podB, kube.TokenAudience))
+		tok, err = anon.TaskToken(ctx, b.ID, boundToken(t, podB, kube.TokenAudience), nonceB)
 		require.NoError(t, err)
 		assert.Equal(t, allocToken(b.ID), tok)
-		// Once per allocation: atom asks before its job starts, so the
-		// job, which can read the same token file, is refused.
+		// atom's retry (its answer lost) is answered again.
+		tok, err = anon.TaskToken(ctx, a.ID, boundToken(t, podA, kube.TokenAudience), nonceA)
+		require.NoError(t, err)
+		assert.Equal(t, allocToken(a.ID), tok)
+		// Anyone else, once atom has it: its job can read the same token
+		// file, but not atom's nonce.
 		refused(t, a.ID, boundToken(t, podA, kube.TokenAudience), http.StatusConflict,
 			"its allocation token was handed out already, to its atom")
+		_, err = anon.TaskToken(ctx, a.ID, boundToken(t, podA, kube.TokenAudience), nonceB)
+		assert.ErrorIs(t, err, client.ErrConflict)
+		_, err = anon.TaskToken(ctx, a.ID, boundToken(t, podA, kube.TokenAudience), "not-hex")
+		assert.ErrorIs(t, err, client.ErrBadRequest)
 	})
 
 	t.Run("refused", func(t *testing.T) {
@@ -108,7 +117,7 @@ func TestTokenExchange(t *testing.T) {
 		refused(t, a.ID, "eyJhbGciOiJub25lIn0.e30.garbage", http.StatusUnauthorized, "does not accept the service-account token")
 		refused(t, a.ID, "", http.StatusUnauthorized, "no serviceAccountToken in the body")
 		refused(t, "web-nosuch-0-a0", boundToken(t, podA, kube.TokenAudience), http.StatusForbidden, "task web-nosuch-0-a0 is not known")
-		_, err := anon.TaskToken(ctx, a.ID, strings.Repeat("x", 20<<10))
+		_, err := anon.TaskToken(ctx, a.ID, strings.Repeat("x", 20<<10), "")
 		assert.ErrorIs(t, err, client.ErrBadRequest)
 		// Nothing changed: same tokens, both replicas Running.
 		assert.Equal(t, before, allocToken(a.ID))
@@ -137,7 +146,7 @@ func TestTokenExchange(t *testing.T) {
 		// The old Pod's token, for its own (ended) task or the new one.
 		refused(t, a.ID, old, http.StatusForbidden, "task "+string(a.ID)+" has ended")
 		refused(t, again.ID, old, http.StatusUnauthorized, "does not accept the service-account token")
-		tok, err := anon.TaskToken(ctx, again.ID, boundToken(t, newPod, kube.TokenAudience))
+		tok, err := anon.TaskToken(ctx, again.ID, boundToken(t, newPod, kube.TokenAudience), nonceB)
 		require.NoError(t, err)
 		assert.Equal(t, allocToken(again.ID), tok)
 	})
