@@ -64,7 +64,7 @@ func FormatBytes(n int64) string {
 	for _, u := range []struct {
 		s string
 		v int64
-	}{{"Ti", 1 << 40}, {"Gi", 1 << 30}, {"Mi", 1 << 20}, {"Ki", 1 << 10}} {
+	}{{"Ei", 1 << 60}, {"Pi", 1 << 50}, {"Ti", 1 << 40}, {"Gi", 1 << 30}, {"Mi", 1 << 20}, {"Ki", 1 << 10}} {
 		if n != 0 && n%u.v == 0 {
 			return fmt.Sprintf("%d%s", n/u.v, u.s)
 		}
