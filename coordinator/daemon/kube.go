@@ -167,7 +167,7 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 			closeAll()
 			return nil, nil, nil, err
 		}
-		kc := kube.Config{Cluster: c.Name, Client: client, Namespace: c.Namespace, ServiceAccount: c.ServiceAccount, Coordinator: coordinators, CoordinatorCA: lb.CA,
+		kc := kube.Config{Cluster: c.Name, Redis: c.Redis, Client: client, Namespace: c.Namespace, ServiceAccount: c.ServiceAccount, Coordinator: coordinators, CoordinatorCA: lb.CA,
 			Heartbeat: every, Grace: lb.Grace, Image: ks.image, PluginDir: cfg.PluginDir, Log: log,
 			Resync: 5 * time.Minute, TokenOf: func(id structs.TaskID) (tok string) {
 				srv.Read(func(s *state.State) { tok = s.Tokens[id] })

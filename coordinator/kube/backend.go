@@ -27,23 +27,15 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/taskenv"
-
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -83,6 +75,10 @@ type Config struct {
 	// Grace is the Pod's terminationGracePeriodSeconds and atom run's
 	// --grace; 0 leaves Kubernetes' default (30 s) and atom's.
 	Grace time.Duration
+	// Redis is the cluster's dataset cache (host:port; "" none): a job
+	// with a cache section gets ATOM_CACHE_REDIS, REDIS_HOST and
+	// REDIS_PORT, /dev/fuse and CAP_SYS_ADMIN, so atom can mount it.
+	Redis string
 	// Image is used for jobs that name none; a job without an image
 	// fails when neither is set.
 	Image string
@@ -350,125 +346,4 @@ func (b *Backend) meta(t *structs.Task, j *structs.Job) (labels, annotations map
 		LabelAttempt: strconv.Itoa(t.Attempt),
 	}
 	return labels, annotations
-}
-
-// Pod is task t's Pod: under the backend's scheduler name, t.Node in its
-// annotation atom.io/node, unbound if t is a gang's (Start binds it
-// there), else bound to t.Node at once (spec.nodeName: one write to the
-// API server fewer, which is what bounds starting many tasks), its job's
-// priority class,
-// requests = limits of t's allocation (whole GPUs as nvidia.com/gpu), the
-// job's image running `/app/atom run [--grace G] [-- CMD ARGS...]`, the
-// job's env and atom's, the service account's token bound to the Pod
-// (audience atom) at TokenPath for atom to exchange, never restarted by
-// the kubelet (atom and the coordinator decide).
-func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
-	image := j.Image
-	if image == "" {
-		image = b.cfg.Image
-	}
-	if image == "" {
-		return nil, fmt.Errorf("job %s has no image (and the cluster %s has no default image): give image in its spec", j.ID, b.cfg.Cluster)
-	}
-	if t.Node == "" {
-		return nil, fmt.Errorf("task %s has no node", t.ID)
-	}
-	args := []string{"run"}
-	if b.cfg.Grace > 0 {
-		args = append(args, "--grace", b.cfg.Grace.String())
-	}
-	if cmd := append(slices.Clone(j.Command), j.Args...); len(cmd) > 0 {
-		args = append(append(args, "--"), cmd...)
-	}
-	labels, annotations := b.meta(t, j)
-	res := corev1.ResourceList{}
-	if t.Resources.MilliCPU > 0 {
-		res[corev1.ResourceCPU] = *resource.NewMilliQuantity(t.Resources.MilliCPU, resource.DecimalSI)
-	}
-	if t.Resources.Memory > 0 {
-		res[corev1.ResourceMemory] = *resource.NewQuantity(t.Resources.Memory, resource.BinarySI)
-	}
-	if t.Resources.Accels > 0 {
-		res[GPUResource] = *resource.NewQuantity(t.Resources.Accels, resource.DecimalSI)
-	}
-	for _, k := range slices.Sorted(maps.Keys(t.Resources.Devices)) {
-		if strings.Contains(k, "/") { // an extended resource by its own name
-			res[corev1.ResourceName(k)] = *resource.NewQuantity(t.Resources.Devices[k], resource.DecimalSI)
-		}
-	}
-	annotations[AnnotationNode] = string(t.Node)
-	var nodeName string
-	if !j.IsGang() {
-		nodeName = string(t.Node)
-	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: PodName(t.ID), Namespace: b.cfg.Namespace, Labels: labels, Annotations: annotations},
-		Spec: corev1.PodSpec{
-			SchedulerName:                b.cfg.SchedulerName,
-			NodeName:                     nodeName,
-			PriorityClassName:            PriorityClass(j.Priority),
-			RestartPolicy:                corev1.RestartPolicyNever,
-			Tolerations:                  slices.Clone(j.Tolerations),
-			ServiceAccountName:           b.cfg.ServiceAccount,
-			EnableServiceLinks:           new(bool),
-			AutomountServiceAccountToken: new(bool),
-			Containers: []corev1.Container{{
-				Name:      ContainerName,
-				Image:     image,
-				Command:   []string{"/app/atom"},
-				Args:      args,
-				Env:       b.env(t, j),
-				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
-				Ports:     []corev1.ContainerPort{{Name: "launch", ContainerPort: LaunchPort, Protocol: corev1.ProtocolTCP}},
-			}},
-		},
-	}
-	if b.cfg.Grace > 0 {
-		g := int64(math.Ceil(b.cfg.Grace.Seconds()))
-		p.Spec.TerminationGracePeriodSeconds = &g
-	}
-	p.Spec.Volumes, p.Spec.Containers[0].VolumeMounts, p.Spec.Containers[0].EnvFrom = storage(j)
-	vol, mount := tokenVolume()
-	p.Spec.Volumes = append(p.Spec.Volumes, vol)
-	p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, mount)
-	return p, nil
-}
-
-// env is the container's environment: the job's, then atom's (TaskEnv
-// without the token; ATOM_TOKEN_FILE instead), the Pod's own IP, name
-// and namespace through the downward API, and the launch server's address.
-func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
-	vals := map[string]string{}
-	for k, v := range j.Env {
-		if !strings.HasPrefix(k, "ATOM_") {
-			vals[k] = v
-		}
-	}
-	maps.Copy(vals, taskenv.Env(t, j, b.cfg.Coordinator, ""))
-	maps.Copy(vals, taskenv.TLS(b.cfg.CoordinatorCA))
-	delete(vals, "ATOM_TOKEN")
-	vals["ATOM_TOKEN_FILE"] = TokenPath
-	if b.cfg.Heartbeat > 0 {
-		vals["ATOM_HEARTBEAT"] = b.cfg.Heartbeat.String()
-	}
-	if b.cfg.PluginDir != "" {
-		vals["ATOM_PLUGIN_DIR"] = b.cfg.PluginDir
-	}
-	if spec, err := json.Marshal(taskenv.JobSpec(j)); err == nil {
-		vals["ATOM_JOB_SPEC"] = string(spec)
-	}
-	vals["ATOM_LAUNCH_LISTEN"] = "0.0.0.0:" + strconv.Itoa(LaunchPort)
-	env := make([]corev1.EnvVar, 0, len(vals)+5)
-	for _, k := range slices.Sorted(maps.Keys(vals)) {
-		env = append(env, corev1.EnvVar{Name: k, Value: vals[k]})
-	}
-	field := func(name, path string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
-	}
-	return append(env,
-		field("ATOM_POD_IP", "status.podIP"),
-		field("ATOM_LAUNCH_ADVERTISE", "status.podIP"),
-		field("ATOM_POD_NAME", "metadata.name"),
-		field("ATOM_NAMESPACE", "metadata.namespace"),
-	)
 }

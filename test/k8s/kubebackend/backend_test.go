@@ -262,6 +262,53 @@ func TestBackend(t *testing.T) {
 		assert.Contains(t, ev.Message, "deleted outside atom")
 	})
 
+	// A job with a cache section on a cluster with a cache Redis: atom
+	// gets the Redis address (REDIS_HOST/PORT for the job), /dev/fuse and
+	// CAP_SYS_ADMIN to mount it; a job without one gets none of these.
+	t.Run("cache", func(t *testing.T) {
+		cb, err := kube.New(ctx, kube.Config{Cluster: "k8s", Client: c.Coordinator, Namespace: ns,
+			Coordinator: "http://coord-0:8080", Redis: "redis.atom-system:6379"}, rec)
+		require.NoError(t, err)
+		defer cb.Close()
+		cj := &structs.Job{ID: "j-cache", Name: "read", Kind: structs.KindCommand, Owner: "alice", Priority: structs.PriorityNormal,
+			Image: "atom/cpu:test", Command: []string{"cat", "/mnt/cache/lidar/f0"}, Replicas: 1,
+			Resources: structs.Resources{MilliCPU: 1000, Memory: 1 << 30}, CacheMountPath: "/mnt/cache", Datasets: []string{"lidar"}}
+		ct := &structs.Task{ID: structs.MakeTaskID(cj.ID, 0, 0), Job: cj.ID, Node: "cpu-a", Priority: cj.Priority,
+			State: structs.TaskScheduled, Resources: cj.Resources}
+		require.NoError(t, cb.Start(ct, cj, "secret-token-c-abcdef"))
+		p := c.WaitPodPhase(t, ns, kube.PodName(ct.ID), corev1.PodRunning)
+		e := env(p.Spec.Containers[0])
+		assert.Equal(t, "redis.atom-system:6379", e["ATOM_CACHE_REDIS"].Value)
+		assert.Equal(t, "redis.atom-system", e["REDIS_HOST"].Value)
+		assert.Equal(t, "6379", e["REDIS_PORT"].Value)
+		sc := p.Spec.Containers[0].SecurityContext
+		require.NotNil(t, sc)
+		assert.Equal(t, []corev1.Capability{"SYS_ADMIN"}, sc.Capabilities.Add)
+		assert.Nil(t, sc.Privileged, "not privileged")
+		var fuse *corev1.Volume
+		for i := range p.Spec.Volumes {
+			if p.Spec.Volumes[i].Name == "fuse" {
+				fuse = &p.Spec.Volumes[i]
+			}
+		}
+		require.NotNil(t, fuse)
+		assert.Equal(t, "/dev/fuse", fuse.HostPath.Path)
+		assert.Equal(t, corev1.HostPathCharDev, *fuse.HostPath.Type)
+
+		// Without a cache section: none of it.
+		plain := *cj
+		plain.ID, plain.CacheMountPath, plain.Datasets = "j-plain", "", nil
+		pt := *ct
+		pt.ID, pt.Job = structs.MakeTaskID(plain.ID, 0, 0), plain.ID
+		require.NoError(t, cb.Start(&pt, &plain, "secret-token-p-abcdef"))
+		pp := c.WaitPodPhase(t, ns, kube.PodName(pt.ID), corev1.PodRunning)
+		assert.NotContains(t, env(pp.Spec.Containers[0]), "ATOM_CACHE_REDIS")
+		assert.Nil(t, pp.Spec.Containers[0].SecurityContext)
+		for _, id := range []structs.TaskID{ct.ID, pt.ID} {
+			require.NoError(t, cb.Stop(id, time.Second))
+		}
+	})
+
 	t.Run("nodes", func(t *testing.T) {
 		list, err := c.Coordinator.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
