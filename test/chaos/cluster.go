@@ -5,9 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/atom-sched/atom/test/testnet"
 )
 
 // server is one `coordinator server` process, which the suite kills,
@@ -53,33 +53,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// handedOut are the ports freePort gave: the kernel may offer a port
-// again once its listener is closed, and two servers given one port
-// cannot both start (found when s2 and s3 got the same one).
-var handedOut = struct {
-	sync.Mutex
-	ports map[string]bool
-}{ports: map[string]bool{}}
-
 // freePort returns a loopback address free now and never returned before.
-func freePort() (string, error) {
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return "", err
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		handedOut.Lock()
-		seen := handedOut.ports[addr]
-		handedOut.ports[addr] = true
-		handedOut.Unlock()
-		if !seen {
-			return addr, nil
-		}
-	}
-	return "", errors.New("no new free port on 127.0.0.1")
-}
+func freePort() (string, error) { return testnet.FreePort() }
 
 // startCluster writes the tokens and cluster files and starts three
 // servers: s1 bootstraps the cluster, s2 and s3 join it. Every server's

@@ -17,9 +17,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/atom-sched/atom/test/testnet"
 
 	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -63,33 +64,8 @@ func (d *demo) bin(name string) string { return filepath.Join(d.cfg.BinDir, name
 // client returns an API client for user on the CLI's server.
 func (d *demo) client(user string) *client.Client { return client.New(d.addr, d.tokens[user]) }
 
-// handedOut are the ports freePort gave: the kernel may offer a port
-// again once its listener is closed, and two servers given one port
-// cannot both start (found when s2 and s3 got the same one).
-var handedOut = struct {
-	sync.Mutex
-	ports map[string]bool
-}{ports: map[string]bool{}}
-
 // freePort returns a loopback address free now and never returned before.
-func freePort() (string, error) {
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return "", err
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		handedOut.Lock()
-		seen := handedOut.ports[addr]
-		handedOut.ports[addr] = true
-		handedOut.Unlock()
-		if !seen {
-			return addr, nil
-		}
-	}
-	return "", errors.New("no new free port on 127.0.0.1")
-}
+func freePort() (string, error) { return testnet.FreePort() }
 
 // freePortPair finds p such that p and p+1 are free on loopback.
 func freePortPair() (int, error) {
