@@ -20,10 +20,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/atom-sched/atom/test/testnet"
-
 	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/test/testnet"
 )
 
 // demo is one run of the scenario.
