@@ -34,13 +34,23 @@ func (c *Client) Complete(ctx context.Context, dataset string) (info DatasetInfo
 	return *a.Complete, true, nil
 }
 
-// MarkComplete sets dataset's completeness marker. Any later change under
-// it (create, write, truncate, rename, remove; through a mount or this
-// package) clears the marker again.
+// MarkComplete sets dataset's completeness marker, after checking that
+// the dataset holds exactly info's files and bytes: a load that lost files
+// (another writer removed them) is refused, never marked. Any later
+// change under it (create, write, truncate, rename, remove; through a
+// mount or this package) clears the marker again.
 func (c *Client) MarkComplete(ctx context.Context, dataset string, info DatasetInfo) error {
 	parts, err := split(dataset)
 	if err != nil {
 		return err
+	}
+	u, err := c.Du(ctx, dataset)
+	if err != nil {
+		return err
+	}
+	if u.Files != info.Files || u.Bytes != info.Bytes {
+		return fmt.Errorf("dataset %s holds %d files, %d bytes, not the %d files, %d bytes written: not marked complete (did another writer change it?)",
+			joinParts(parts), u.Files, u.Bytes, info.Files, info.Bytes)
 	}
 	return c.retry(ctx, "mark", dataset, func(ctx context.Context) error {
 		return markScript.Run(ctx, c.rdb, nil, args(c.opts.Prefix, []any{now(), info.Files, info.Bytes}, parts)...).Err()
@@ -121,7 +131,9 @@ func (c *Client) RemoveAll(ctx context.Context, p string) error {
 // Copy copies dataset from src to dst (two Redis servers) and marks it
 // complete there: what the coordinator does to warm a cluster's cache.
 // The dataset must be complete in src; whatever dst held under that name
-// is replaced. progress (may be nil) gets the bytes copied as they go.
+// is replaced, under dst's write lease for the dataset (a *BusyError if
+// another put or copy holds it). progress (may be nil) gets the bytes
+// copied as they go.
 func Copy(ctx context.Context, src, dst *Client, dataset string, progress func(int64)) (DatasetInfo, error) {
 	return CopyFiles(ctx, src, dst, dataset, progress, nil)
 }
@@ -129,7 +141,7 @@ func Copy(ctx context.Context, src, dst *Client, dataset string, progress func(i
 // CopyFiles is Copy that also calls file (may be nil; never concurrently)
 // after each file is copied whole, so a caller can count files as well as
 // bytes.
-func CopyFiles(ctx context.Context, src, dst *Client, dataset string, progress func(int64), file func()) (DatasetInfo, error) {
+func CopyFiles(ctx context.Context, src, dst *Client, dataset string, progress func(int64), file func()) (info DatasetInfo, err error) {
 	info, ok, err := src.Complete(ctx, dataset)
 	if err != nil {
 		return info, err
@@ -137,6 +149,17 @@ func CopyFiles(ctx context.Context, src, dst *Client, dataset string, progress f
 	if !ok {
 		return info, fmt.Errorf("copy %s: not complete in redis %s: load it first (atom cache put)", dataset, src.Addr())
 	}
+	l, err := dst.Acquire(ctx, dataset)
+	if err != nil {
+		return info, err
+	}
+	defer l.Release()
+	defer func() {
+		if lost := l.Err(); err != nil && lost != nil {
+			err = lost
+		}
+	}()
+	ctx = l.Context()
 	if err := dst.RemoveAll(ctx, dataset); err != nil {
 		return info, err
 	}

@@ -11,12 +11,12 @@ import (
 )
 
 // Put loads local (a file or a directory tree) into the cache at remote,
-// replacing what was there. A directory is loaded as a dataset: remote is
-// removed first, filled, then marked complete with the count of files and
-// bytes. progress (may be nil; never called concurrently) gets bytes as
-// they are sent.
-func (c *Client) Put(ctx context.Context, local, remote string, progress func(int64)) (DatasetInfo, error) {
-	var info DatasetInfo
+// replacing what was there. A directory is loaded as a dataset: Put takes
+// its write lease (a *BusyError if another put or warm-up holds it),
+// removes remote, fills it, then marks it complete with the count of
+// files and bytes (MarkComplete checks they are all there). progress (may
+// be nil; never called concurrently) gets bytes as they are sent.
+func (c *Client) Put(ctx context.Context, local, remote string, progress func(int64)) (info DatasetInfo, err error) {
 	st, err := os.Stat(local)
 	if err != nil {
 		return info, err
@@ -27,6 +27,17 @@ func (c *Client) Put(ctx context.Context, local, remote string, progress func(in
 		}
 		return info, c.putFile(ctx, local, remote, st.Mode(), progress)
 	}
+	l, err := c.Acquire(ctx, remote)
+	if err != nil {
+		return info, err
+	}
+	defer l.Release()
+	defer func() {
+		if lost := l.Err(); err != nil && lost != nil {
+			err = lost
+		}
+	}()
+	ctx = l.Context()
 	if err := c.RemoveAll(ctx, remote); err != nil {
 		return info, err
 	}
