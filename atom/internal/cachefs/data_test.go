@@ -10,9 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -159,47 +157,4 @@ func TestConcurrentReaders(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-}
-
-// Redis stops answering mid-read: the read fails with EIO within the
-// bound, and the mount works again once Redis is back (paused and
-// resumed; stopped and restarted on the same port).
-func TestRedisOutageGivesEIOThenRecovers(t *testing.T) {
-	const bound = 2 * time.Second
-	const size = 64 << 20
-	srv := cachetest.StartRedis(t)
-	dir, c := mount(t, srv, bound)
-	_, err := c.WriteFrom(context.Background(), "/frames.bin", random(3, size), 0o644, nil)
-	require.NoError(t, err)
-	want, err := io.ReadAll(random(3, size))
-	require.NoError(t, err)
-	for i, o := range []struct {
-		name       string
-		stop, back func()
-	}{{"paused", srv.Pause, srv.Resume}, {"stopped", srv.Stop, srv.Restart}} {
-		t.Run(o.name, func(t *testing.T) {
-			f, err := os.Open(filepath.Join(dir, "frames.bin"))
-			require.NoError(t, err)
-			defer f.Close()
-			buf := make([]byte, 1<<20)
-			_, err = io.ReadFull(f, buf) // mid-read: the first MiB is in
-			require.NoError(t, err)
-			o.stop()
-			start := time.Now()
-			_, err = f.ReadAt(buf, int64(32+i*8)<<20) // past the read-ahead
-			assert.ErrorIs(t, err, syscall.EIO)
-			assert.Less(t, time.Since(start), bound+3*time.Second, "EIO within the bound")
-			o.back()
-			require.Eventually(t, func() bool {
-				_, err := f.ReadAt(buf, 48<<20)
-				return err == nil
-			}, 30*time.Second, 50*time.Millisecond, "the mount recovers")
-			assert.Equal(t, want[48<<20:49<<20], buf)
-			b, err := os.ReadFile(filepath.Join(dir, "frames.bin"))
-			require.NoError(t, err)
-			assert.True(t, equal(want, b))
-			_, err = os.Stat(filepath.Join(dir, "nope"))
-			assert.ErrorIs(t, err, os.ErrNotExist)
-		})
-	}
 }

@@ -2,7 +2,9 @@ package cachefs
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/atom-sched/atom/pkg/cache"
 )
@@ -12,6 +14,12 @@ import (
 // window of chunks fetched ahead doubles, up to max. Any other read is
 // random: the window closes and just the bytes asked are fetched, unless
 // the chunk is already here.
+//
+// When a fetch fails for Redis being unreachable (it tried for the whole
+// bound), reads of this handle that need Redis fail at once for a short
+// while (downFor) instead of waiting a whole bound again: the kernel
+// follows a failed read-ahead with a read of its own, and a read that
+// found its chunk's read-ahead failed has already waited out the outage.
 //
 // Lock order: never call into fsys or the client while holding mu (fsys
 // takes its own locks, then mu, in invalidate).
@@ -29,12 +37,47 @@ type reader struct {
 	chunks map[int64]*fetch // fetched or being fetched; guarded by mu
 	last   int64            // the last chunk read, -1 at first
 	window int64
+	down   error     // the last fetch's failure for Redis unreachable
+	downAt time.Time // when down happened
+}
+
+// downFor is how long after a fetch failed for Redis being unreachable
+// the handle's reads fail at once (capped at the bound): long enough for
+// the kernel's retry of the same pages, short enough that a reader
+// retrying after Redis returns gets data.
+const downFor = time.Second
+
+// failed returns the recent outage error, if any. Called with mu held.
+func (r *reader) failed() error {
+	if r.down != nil && time.Since(r.downAt) < min(downFor, r.f.timeout) {
+		return r.down
+	}
+	return nil
+}
+
+// noteErr remembers err if it tells of Redis being unreachable.
+func (r *reader) noteErr(err error) {
+	if errors.Is(err, cache.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		r.mu.Lock()
+		r.down, r.downAt = err, time.Now()
+		r.mu.Unlock()
+	}
 }
 
 type fetch struct {
 	done chan struct{}
 	data string // may be short or empty: the rest is zeros
 	err  error
+}
+
+// failed tells whether the fetch is over and failed.
+func (ft *fetch) failed() bool {
+	select {
+	case <-ft.done:
+		return ft.err != nil
+	default:
+		return false
+	}
 }
 
 func newReader(f *fsys, a cache.Attr, ahead int64) *reader {
@@ -106,19 +149,24 @@ func (r *reader) read(ctx context.Context, buf []byte, off int64) (int, error) {
 func (r *reader) get(ctx context.Context, idx, in, want, size int64) (string, int64, error) {
 	r.mu.Lock()
 	ft := r.chunks[idx]
+	if err := r.failed(); err != nil && (ft == nil || ft.failed()) {
+		r.mu.Unlock()
+		return "", 0, err
+	}
 	seq := idx == r.last || idx == r.last+1
 	if ft == nil && !seq {
 		r.last, r.window = idx, 0
 		r.mu.Unlock()
 		b, err := r.f.c.ChunkRange(ctx, r.ino, idx, in, want)
+		r.noteErr(err)
 		return string(b), in, err
 	}
 	if seq && idx != r.last {
 		r.window = min(max(2, 2*r.window), r.max)
 	}
 	r.last = idx
-	fresh := ft == nil
-	if fresh {
+	waited := ft == nil || !ft.failed() // the fetch tries while this read waits
+	if ft == nil {
 		ft = r.start(idx)
 	}
 	for k := idx + 1; k <= idx+r.window && k*r.chunk < size; k++ {
@@ -135,6 +183,7 @@ func (r *reader) get(ctx context.Context, idx, in, want, size int64) (string, in
 	select {
 	case <-ft.done:
 	case <-ctx.Done():
+		r.noteErr(ctx.Err())
 		return "", 0, ctx.Err()
 	}
 	if ft.err != nil {
@@ -143,11 +192,14 @@ func (r *reader) get(ctx context.Context, idx, in, want, size int64) (string, in
 			delete(r.chunks, idx)
 		}
 		r.mu.Unlock()
-		if !fresh && ctx.Err() == nil { // a read-ahead failed earlier: try now
-			b, err := r.f.c.Chunk(ctx, r.ino, idx)
-			return b, 0, err
+		if waited || ctx.Err() != nil {
+			r.noteErr(ft.err)
+			return "", 0, ft.err
 		}
-		return "", 0, ft.err
+		// A read-ahead failed a while ago: try now.
+		b, err := r.f.c.Chunk(ctx, r.ino, idx)
+		r.noteErr(err)
+		return b, 0, err
 	}
 	return ft.data, 0, nil
 }
