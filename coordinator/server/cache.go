@@ -92,14 +92,16 @@ func (c *caches) note(addr, dataset string, ok bool) {
 // cache.
 func (c *caches) presence(ctx context.Context, view *state.State, pending []*structs.Job) map[structs.ClusterID]map[string]bool {
 	var datasets []string
+	wants := false // a pending job mounts the cache
 	for _, j := range pending {
+		wants = wants || j.CacheMountPath != ""
 		for _, d := range j.Datasets {
 			if !slices.Contains(datasets, d) {
 				datasets = append(datasets, d)
 			}
 		}
 	}
-	if len(datasets) == 0 {
+	if !wants && len(datasets) == 0 {
 		return nil
 	}
 	addrs := map[structs.ClusterID]string{}
@@ -109,7 +111,9 @@ func (c *caches) presence(ctx context.Context, view *state.State, pending []*str
 		}
 	}
 	if len(addrs) == 0 {
-		return nil
+		// No cluster has a cache: a job that mounts one fits nowhere
+		// (sched.Snapshot.Cache), rather than fail where it lands.
+		return map[structs.ClusterID]map[string]bool{}
 	}
 	now := c.s.now()
 	ask := map[string][]string{} // addr -> datasets to check

@@ -27,7 +27,10 @@ type Snapshot struct {
 	// which of the pending jobs' datasets it holds completely. The
 	// leader finds out (the core does no I/O); a cluster missing here
 	// has no cache, and a dataset missing under a cluster is not held.
-	// Optional: nil means no cluster has a cache.
+	// Optional: nil means the leader did not look (no pending job mounts
+	// a cache); then the core does not restrict where such jobs go. When
+	// set, a job that mounts the cache (CacheMountPath) goes only to
+	// clusters listed here.
 	Cache map[structs.ClusterID]map[string]bool
 }
 

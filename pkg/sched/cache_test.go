@@ -80,7 +80,10 @@ func TestCacheNoneHoldsMostFreeAccelerators(t *testing.T) {
 }
 
 // A CPU job prefers the cached cluster too (without caches, cluster order
-// would pick a); a cluster without a cache is never warmed.
+// would pick a); a cluster without a cache never takes a job that mounts
+// one (its atom could not mount it: found by a new user, the job failed
+// with exit 5 where it landed), even one pinned there: it waits, saying
+// why.
 func TestCacheCPUJobAndClusterWithoutCache(t *testing.T) {
 	a1, b1, c1 := st.C64("a1"), st.C64("b1"), st.C64("c1")
 	a1.Cluster, b1.Cluster, c1.Cluster = "a", "b", "c"
@@ -97,8 +100,25 @@ func TestCacheCPUJobAndClusterWithoutCache(t *testing.T) {
 	assert.Empty(t, placement(t, p, "cached").Warm)
 	assert.Equal(t, []string{"a1"}, h.NodesOf("nowhere"))
 	assert.Equal(t, []string{"video/y"}, placement(t, p, "nowhere").Warm)
-	assert.Equal(t, []string{"c1"}, h.NodesOf("nocache"))
-	assert.Empty(t, placement(t, p, "nocache").Warm)
+	assert.Empty(t, h.NodesOf("nocache"))
+	why := p.Pending[nocache.ID]
+	require.NotNil(t, why)
+	assert.Equal(t, "can never fit; 0/1 nodes fit: 1 in clusters without a dataset cache (no redis in their cluster config)", why.Message)
+
+	// Unpinned, with a and b full, it waits rather than go to c.
+	h2 := st.New(t, func() []*structs.Node {
+		a, b, c := st.C64("a1"), st.C64("b1"), st.C64("c1")
+		a.Cluster, b.Cluster, c.Cluster = "a", "b", "c"
+		return []*structs.Node{a, b, c}
+	}()...)
+	h2.Quota(u1, structs.ResourceList{structs.KeyCPU: 192000, structs.KeyMemory: 768 << 30})
+	h2.Snap.Cache = map[structs.ClusterID]map[string]bool{"a": {}, "b": {}}
+	h2.MustSubmit(withData(st.NewJob("fill-a", "u1").CPU(64, 128), "d"))
+	h2.MustSubmit(withData(st.NewJob("fill-b", "u1").CPU(64, 128), "d"))
+	h2.Cycle()
+	h2.MustSubmit(withData(st.NewJob("late", "u1").CPU(2, 4), "d"))
+	h2.Cycle()
+	assert.Empty(t, h2.NodesOf("late"), "not on c, which has no cache")
 }
 
 // A job pinned to a cluster goes there even if another holds the data,

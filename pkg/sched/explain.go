@@ -170,6 +170,10 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 			continue
 		}
 		why.Nodes += len(g.nodes)
+		if !w.hasCache(j, g.cluster) {
+			add(rkey{rs: rNoCache}, len(g.nodes))
+			continue
+		}
 		// Whole groups are rejected at once by pool and node class.
 		switch {
 		case g.pool < 0 || !inPool[g.pool]:
@@ -302,6 +306,8 @@ func (w *world) reasonText(rs reason, c *jobCtx, ni int32) string {
 		return "in pools this job may not use"
 	case rCluster:
 		return "in other clusters"
+	case rNoCache:
+		return "in clusters without a dataset cache (no redis in their cluster config)"
 	case rNotReady:
 		return "not ready"
 	case rNodeName:

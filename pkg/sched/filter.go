@@ -26,6 +26,7 @@ const (
 	rOK       reason = iota
 	rPool            // node's pool is not one the job may use
 	rCluster         // job pinned to another cluster
+	rNoCache         // the job mounts the dataset cache; the node's cluster has none
 	rNotReady        // node not ready, draining or quarantined
 	rNodeName        // job pinned to another node
 	rClass           // wrong kind of node: accelerator type, CPU-only vs accelerator, devices

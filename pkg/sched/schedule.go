@@ -300,18 +300,42 @@ func (w *world) eligiblePools(j *structs.Job) []int16 {
 func (w *world) clusterOrder(j *structs.Job, s structs.Shape) []int16 {
 	if j.Cluster != "" {
 		for i, c := range w.clusters {
-			if c == j.Cluster {
+			if c == j.Cluster && w.hasCache(j, int16(i)) {
 				return []int16{int16(i)}
 			}
 		}
 		return nil
 	}
-	if len(w.clusters) < 2 {
-		return w.allCl
+	if j.CacheMountPath != "" && w.snap.Cache != nil {
+		var with []int16
+		for _, c := range w.allCl {
+			if w.hasCache(j, c) {
+				with = append(with, c)
+			}
+		}
+		return w.orderClusters(j, s, with)
 	}
-	out := w.allCl
+	return w.orderClusters(j, s, w.allCl)
+}
+
+// hasCache reports whether cluster c may take job j: j mounts no dataset
+// cache, or the leader did not look (Snapshot.Cache nil), or c has one.
+func (w *world) hasCache(j *structs.Job, c int16) bool {
+	if j.CacheMountPath == "" || w.snap.Cache == nil {
+		return true
+	}
+	_, ok := w.snap.Cache[w.clusters[c]]
+	return ok
+}
+
+// orderClusters orders clusters (a subset of w.allCl) for shape s of j.
+func (w *world) orderClusters(j *structs.Job, s structs.Shape, clusters []int16) []int16 {
+	if len(clusters) < 2 {
+		return clusters
+	}
+	out := clusters
 	if s.Resources.Accels > 0 {
-		out = slices.Clone(w.allCl)
+		out = slices.Clone(clusters)
 		free := make([]int64, len(w.clusters))
 		for _, g := range w.groups {
 			if !classOK(g, s.Resources) {
