@@ -176,6 +176,8 @@ type Server struct {
 	paused  bool
 	placed  map[allocKey]time.Time // allocations this process placed, when (leaderState.inherited)
 	warming map[warmKey]*warmRun   // cache warm-ups this term runs; leader only
+
+	copies copyFlights // the warm-ups' dataset copies running now
 }
 
 // New opens (or creates) the server's Raft state in cfg.DataDir and starts

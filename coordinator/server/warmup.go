@@ -22,7 +22,9 @@ import (
 //
 //	run: for each dataset: already in the cluster's Redis? skip
 //	     else find a cluster whose Redis holds it whole (by name order)
-//	     copy it (pkg/cache CopyFiles), counting bytes and files
+//	     copy it (pkg/cache CopyFiles), counting bytes and files; a copy
+//	     of it into this Redis already running (another job's warm-up)
+//	     is waited for and shared, not run twice (warmcopy.go)
 //	──▶ WarmUpEnd (ok, or the error) ──▶ the tasks start, or the job
 //	    restarts or fails by its policy
 //
@@ -168,6 +170,7 @@ func (s *Server) warm(ctx context.Context, c *caches, r *warmRun, redis map[stru
 		dataset string
 		from    structs.ClusterID
 		src     *cache.Client
+		info    cache.DatasetInfo
 	}
 	var items []item
 	for _, d := range r.w.Datasets {
@@ -204,7 +207,7 @@ func (s *Server) warm(ctx context.Context, c *caches, r *warmRun, redis map[stru
 				looked = append(looked, string(id))
 				continue
 			}
-			items = append(items, item{d, id, src})
+			items = append(items, item{d, id, src, info})
 			r.mu.Lock()
 			r.from[d] = id
 			r.totalBytes += info.Bytes
@@ -222,11 +225,16 @@ func (s *Server) warm(ctx context.Context, c *caches, r *warmRun, redis map[stru
 		}
 	}
 	for _, it := range items {
-		_, err := cache.CopyFiles(ctx, it.src, dst, it.dataset,
-			func(n int64) { r.mu.Lock(); r.bytes += n; r.mu.Unlock() },
-			func() { r.mu.Lock(); r.files++; r.mu.Unlock() })
+		copied, err := s.copies.copy(ctx, r, it.src, dst, it.dataset)
 		if err != nil {
 			return fmt.Errorf("copy dataset %s from cluster %s to %s: %w", it.dataset, it.from, to, err)
+		}
+		if !copied { // another warm-up or a put loaded it meanwhile
+			r.mu.Lock()
+			delete(r.from, it.dataset)
+			r.totalBytes -= it.info.Bytes
+			r.totalFiles -= it.info.Files
+			r.mu.Unlock()
 		}
 		c.note(dstAddr, it.dataset, true)
 	}
