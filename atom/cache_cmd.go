@@ -20,6 +20,7 @@ import (
 
 	"github.com/atom-sched/atom/atom/internal/cachefs"
 	"github.com/atom-sched/atom/pkg/cache"
+	"github.com/atom-sched/atom/pkg/structs"
 )
 
 // barMin is the smallest transfer that shows a progress bar.
@@ -40,8 +41,9 @@ func cacheCommand() *cli.Command {
 			{Name: "get", Usage: "copy a dataset, directory or file to local disk", ArgsUsage: "DATASET|PATH LOCAL",
 				Flags: append(flags, quiet), Action: cacheGet},
 			{Name: "ls", Usage: "list a directory (datasets show whether they are complete)", ArgsUsage: "[PATH]", Flags: flags, Action: cacheLs},
-			{Name: "rm", Usage: "remove a file, or with -r a directory tree", ArgsUsage: "PATH",
-				Flags: append(flags, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}}), Action: cacheRm},
+			{Name: "rm", Usage: "remove a file, or with -r a directory tree; --all empties the whole cache", ArgsUsage: "[-r] DATASET|PATH | --all",
+				Flags: append(flags, &cli.BoolFlag{Name: "recursive", Aliases: []string{"r"}},
+					&cli.BoolFlag{Name: "all", Usage: "remove everything in the cache"}), Action: cacheRm},
 			{Name: "du", Usage: "count the files and bytes under a path", ArgsUsage: "[PATH]", Flags: flags, Action: cacheDu},
 			{Name: "mount", Usage: "serve the cache at DIR with FUSE until SIGTERM or Ctrl-C", ArgsUsage: "DIR",
 				Flags: append(flags,
@@ -75,12 +77,33 @@ func cacheClient(c *cli.Context) (*cache.Client, error) {
 	return cl, nil
 }
 
-func args(c *cli.Context, n int, usage string) ([]string, error) {
+// args returns the command's n arguments (n == 1: optional, "/" when
+// absent), checking the one at index name as a dataset name.
+func args(c *cli.Context, n int, usage string, name int) ([]string, error) {
 	a := c.Args().Slice()
 	if len(a) > n || (n == 2 && len(a) != 2) {
 		return nil, cli.Exit("atom cache "+c.Command.Name+": use atom cache "+c.Command.Name+" "+usage, exitUsage)
 	}
-	return append(a, "/"), nil
+	a = append(a, "/")
+	if err := checkName(c, a[name], n == 1); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// checkName refuses what a job's cache.datasets refuses (so what is
+// stored is exactly what was asked for, and a job can name it); root
+// allows "/", the whole cache, for the commands that only read.
+func checkName(c *cli.Context, p string, root bool) error {
+	if structs.ValidDataset(p) || (root && p == "/") {
+		return nil
+	}
+	also := ""
+	if root {
+		also = ", or / for the whole cache"
+	}
+	return cli.Exit(fmt.Sprintf("atom cache %s: %q is not a dataset name: %s (as in a job's cache.datasets, e.g. lidar/2024-05)%s",
+		c.Command.Name, p, structs.DatasetRule, also), exitUsage)
 }
 
 // bar is a byte progress bar on stderr for transfers of barMin or more.
@@ -95,7 +118,7 @@ func bar(c *cli.Context, total int64, what string) (func(int64), func()) {
 }
 
 func cachePut(c *cli.Context) error {
-	a, err := args(c, 2, "LOCAL DATASET|PATH")
+	a, err := args(c, 2, "LOCAL DATASET|PATH", 1)
 	if err != nil {
 		return err
 	}
@@ -131,7 +154,7 @@ func cachePut(c *cli.Context) error {
 }
 
 func cacheGet(c *cli.Context) error {
-	a, err := args(c, 2, "DATASET|PATH LOCAL")
+	a, err := args(c, 2, "DATASET|PATH LOCAL", 0)
 	if err != nil {
 		return err
 	}
@@ -156,7 +179,7 @@ func cacheGet(c *cli.Context) error {
 }
 
 func cacheLs(c *cli.Context) error {
-	a, err := args(c, 1, "[PATH]")
+	a, err := args(c, 1, "[DATASET|PATH]", 0)
 	if err != nil {
 		return err
 	}
@@ -190,9 +213,19 @@ func cacheLs(c *cli.Context) error {
 }
 
 func cacheRm(c *cli.Context) error {
-	a, err := args(c, 1, "[-r] PATH")
-	if err != nil || c.NArg() != 1 {
-		return cli.Exit("atom cache rm: use atom cache rm [-r] PATH", exitUsage)
+	usage := cli.Exit("atom cache rm: use atom cache rm [-r] DATASET|PATH, or atom cache rm --all to empty the whole cache", exitUsage)
+	if c.Bool("all") {
+		if c.NArg() != 0 {
+			return usage
+		}
+		return cacheRmAll(c)
+	}
+	if c.NArg() != 1 {
+		return usage
+	}
+	a := c.Args().Slice()
+	if err := checkName(c, a[0], false); err != nil {
+		return err
 	}
 	cl, err := cacheClient(c)
 	if err != nil {
@@ -217,8 +250,21 @@ func cacheRm(c *cli.Context) error {
 	return nil
 }
 
+func cacheRmAll(c *cli.Context) error {
+	cl, err := cacheClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := cl.RemoveAll(c.Context, "/"); err != nil {
+		return cli.Exit("atom cache rm --all: "+err.Error(), 1)
+	}
+	fmt.Fprintf(c.App.Writer, "removed everything in the cache in redis %s\n", cl.Addr())
+	return nil
+}
+
 func cacheDu(c *cli.Context) error {
-	a, err := args(c, 1, "[PATH]")
+	a, err := args(c, 1, "[DATASET|PATH]", 0)
 	if err != nil {
 		return err
 	}

@@ -573,6 +573,15 @@ func (s *JobSpec) lifecycle(j *Job) error {
 
 var datasetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,252}$`)
 
+// DatasetRule says what a dataset name may be.
+const DatasetRule = "use 1-253 letters, digits, '.', '_', ':', '/' or '-', starting with a letter or digit, without '..', '//' or a trailing '/'"
+
+// ValidDataset tells whether d may name a dataset in the cache: in a
+// job's cache.datasets and in atom cache (see DatasetRule).
+func ValidDataset(d string) bool {
+	return datasetName.MatchString(d) && !strings.Contains(d, "..") && !strings.Contains(d, "//") && !strings.HasSuffix(d, "/")
+}
+
 // storage checks volumes and the dataset cache.
 func (s *JobSpec) storage(j *Job) error {
 	names, paths := map[string]bool{}, map[string]string{}
@@ -607,8 +616,8 @@ func (s *JobSpec) storage(j *Job) error {
 	seen := map[string]bool{}
 	for i, d := range c.Datasets {
 		field := idx("cache.datasets", i)
-		if !datasetName.MatchString(d) || strings.Contains(d, "..") || strings.Contains(d, "//") || strings.HasSuffix(d, "/") {
-			return bad(field, d, "use 1-253 letters, digits, '.', '_', ':', '/' or '-', starting with a letter or digit, without '..', '//' or a trailing '/'")
+		if !ValidDataset(d) {
+			return bad(field, d, DatasetRule)
 		}
 		if seen[d] {
 			return bad(field, d, "datasets must be unique")
