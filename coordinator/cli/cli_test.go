@@ -308,14 +308,16 @@ func TestNoToken(t *testing.T) {
 
 func TestTaskState(t *testing.T) {
 	for want, tk := range map[string]*structs.Task{
-		"Running":                         {State: structs.TaskRunning},
-		"Stopping (Preempted)":            {State: structs.TaskStopping, StopReason: structs.StopPreempted},
-		"Stopped: Preempted (exit 143)":   {State: structs.TaskFailed, StopReason: structs.StopPreempted, ExitCode: 143},
-		"Stopped: Cancelled (exit 0)":     {State: structs.TaskSucceeded, StopReason: structs.StopCancelled},
-		"Stopped: GangRestart (exit 137)": {State: structs.TaskFailed, StopReason: structs.StopGang, ExitCode: 137},
-		"Failed (exit 1)":                 {State: structs.TaskFailed, ExitCode: 1},
-		"Succeeded (exit 0)":              {State: structs.TaskSucceeded},
-		"Lost":                            {State: structs.TaskLost, StopReason: structs.StopScaled},
+		"Running":                                {State: structs.TaskRunning},
+		"Stopping (Preempted)":                   {State: structs.TaskStopping, StopReason: structs.StopPreempted},
+		"Stopped: Preempted (exit 143)":          {State: structs.TaskFailed, StopReason: structs.StopPreempted, ExitCode: 143},
+		"Stopped: Cancelled (exit 0)":            {State: structs.TaskSucceeded, StopReason: structs.StopCancelled},
+		"Stopped: GangRestart (exit 137)":        {State: structs.TaskFailed, StopReason: structs.StopGang, ExitCode: 137},
+		"Failed (exit 1)":                        {State: structs.TaskFailed, ExitCode: 1},
+		"Succeeded (exit 0)":                     {State: structs.TaskSucceeded},
+		"Lost":                                   {State: structs.TaskLost, StopReason: structs.StopScaled},
+		"Failed: never started: WarmUpFailed: x": {State: structs.TaskFailed, Message: "never started: WarmUpFailed: x"},
+		"Stopped: Cancelled: never started: y":   {State: structs.TaskFailed, StopReason: structs.StopCancelled, Message: "never started: y"},
 	} {
 		assert.Equal(t, want, taskState(tk))
 	}

@@ -312,6 +312,11 @@ func warmUpLine(w structs.WarmUpStatus) string {
 func taskState(t *structs.Task) string {
 	ended := t.State == structs.TaskFailed || t.State == structs.TaskSucceeded
 	switch {
+	case ended && t.StartedAt.IsZero() && t.Message != "" && t.StopReason != "":
+		// never ran (its job ended first): no exit code to show
+		return fmt.Sprintf("Stopped: %s: %s", t.StopReason, t.Message)
+	case ended && t.StartedAt.IsZero() && t.Message != "":
+		return fmt.Sprintf("%s: %s", t.State, t.Message) // e.g. its cache warm-up failed
 	case t.StopReason != "" && ended:
 		return fmt.Sprintf("Stopped: %s (exit %d)", t.StopReason, t.ExitCode)
 	case t.StopReason != "" && t.State == structs.TaskStopping:

@@ -275,7 +275,7 @@ func (s *State) endJob(id structs.JobID, st structs.JobState, reason string, now
 		delete(s.live, nameOf(j))
 	}
 	s.dropReservations(id)
-	s.endWarming(j, "") // never started: nothing to stop
+	s.endWarming(j, "", "never started: the job ended while its cache was warmed", stop) // nothing to stop
 	s.putJob(id, func(j *structs.Job) { j.WarmUps = nil })
 	for _, t := range s.TasksOf(id) {
 		if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {

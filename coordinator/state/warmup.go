@@ -103,12 +103,13 @@ func (s *State) noteWarmUp(j *structs.Job, pl *sched.Placement, now time.Time) {
 }
 
 // endWarming ends j's tasks that wait for a warm-up: they never started,
-// so there is nothing to stop and no agent to report their end.
-func (s *State) endWarming(j *structs.Job, cluster structs.ClusterID) int {
+// so there is nothing to stop and no agent to report their end. They
+// keep why (msg) and, when their job was stopped, the stop's reason.
+func (s *State) endWarming(j *structs.Job, cluster structs.ClusterID, msg string, stop structs.StopReason) int {
 	n := 0
 	for _, t := range s.TasksOf(j.ID) {
 		if nd := s.Nodes[t.Node]; s.Warming(t) && (cluster == "" || (nd != nil && nd.Cluster == cluster)) {
-			s.putTask(t.ID, func(t *structs.Task) { t.State = structs.TaskFailed })
+			s.putTask(t.ID, func(t *structs.Task) { t.State, t.Message, t.StopReason = structs.TaskFailed, msg, stop })
 			n++
 		}
 	}
@@ -121,7 +122,7 @@ func (s *State) endWarming(j *structs.Job, cluster structs.ClusterID) int {
 // service's replicas are placed again by the next cycle.
 func (s *State) warmUpFailed(j *structs.Job, cluster structs.ClusterID, msg string, now time.Time) {
 	why := fmt.Sprintf("%s: cache warm-up of cluster %s failed: %s", structs.ReasonWarmUpFailed, cluster, msg)
-	s.endWarming(j, cluster)
+	s.endWarming(j, cluster, "never started: "+why, "")
 	s.dropWarmUp(j.ID, cluster)
 	j = s.Jobs[j.ID]
 	if j.Kind == structs.KindService {

@@ -85,6 +85,7 @@ func TestWarmUpFailedRestartsOrFails(t *testing.T) {
 		tk := l.live("r-1")
 		l.must(&state.WarmUpEnd{Job: "r-1", Cluster: "b", Attempt: attempt, Error: "dataset d is in no cluster's cache", Now: t0})
 		assert.Equal(t, structs.TaskFailed, l.s.Tasks[tk.ID].State)
+		assert.Equal(t, "never started: WarmUpFailed: cache warm-up of cluster b failed: dataset d is in no cluster's cache", l.s.Tasks[tk.ID].Message)
 		r := l.s.Jobs["r-1"]
 		require.Equal(t, structs.JobPending, r.State)
 		assert.Equal(t, "restarting: WarmUpFailed: cache warm-up of cluster b failed: dataset d is in no cluster's cache", r.Reason)
@@ -118,6 +119,8 @@ func TestWarmUpCancelled(t *testing.T) {
 	tk := l.live("c-1")
 	l.must(&state.JobCancel{ID: "c-1", Now: t0})
 	assert.Equal(t, structs.TaskFailed, l.s.Tasks[tk.ID].State)
+	assert.Equal(t, structs.StopCancelled, l.s.Tasks[tk.ID].StopReason, "shown as Stopped: Cancelled")
+	assert.Equal(t, "never started: the job ended while its cache was warmed", l.s.Tasks[tk.ID].Message)
 	assert.Equal(t, structs.JobCancelled, l.s.Jobs["c-1"].State)
 	before := l.json()
 	l.must(&state.WarmUpEnd{Job: "c-1", Cluster: "b", Now: t0})
