@@ -25,6 +25,9 @@
 //	atom:d:<ino>       hash    a directory's listing: name -> child inode
 //	atom:c:<ino>:<n>   string  chunk n of a file: bytes [n*chunk, (n+1)*chunk);
 //	                           a missing or short chunk reads as zeros
+//	atom:lease:<path>  string  a dataset's write lease while Put or Copy
+//	                           writes it: "<token> <unix ns>", LeaseTTL
+//	                           expiry, renewed while it runs (see Acquire)
 //
 // A dataset is a directory, named by its path from the root
 // ("lidar/2024-05" is /lidar/2024-05). It is complete when its inode has
@@ -33,6 +36,9 @@
 // rename, remove, through a mount or this package) clears it on that
 // directory and on every directory above, in the same atomic step. So
 // "this Redis holds dataset D completely" is one script call (Complete).
+// Put and Copy write a dataset under its lease, one writer at a time (a
+// second gets a *BusyError), and MarkComplete sets the marker only if
+// the dataset holds exactly the files and bytes written.
 //
 // Reading a file with a plain Redis client (what a job given REDIS_HOST
 // and REDIS_PORT does, without the mount): follow the path from inode 1
