@@ -309,13 +309,19 @@ func warmUpLine(w structs.WarmUpStatus) string {
 // taskState is a task's STATE column: a task atom stopped (preempted,
 // cancelled, scaled down, a gang restart) that has ended shows as stopped
 // with the reason, not as a crash ("Stopped: Preempted (exit 143)").
+// neverRan reports a task ended by the coordinator before anything ran
+// (its cache warm-up failed, its job ended during it): no exit code to
+// show, only why.
+func neverRan(t *structs.Task) bool {
+	return t.State == structs.TaskFailed && t.StartedAt.IsZero() && t.ExitCode == 0 && t.Message != ""
+}
+
 func taskState(t *structs.Task) string {
 	ended := t.State == structs.TaskFailed || t.State == structs.TaskSucceeded
 	switch {
-	case ended && t.StartedAt.IsZero() && t.Message != "" && t.StopReason != "":
-		// never ran (its job ended first): no exit code to show
+	case neverRan(t) && t.StopReason != "":
 		return fmt.Sprintf("Stopped: %s: %s", t.StopReason, t.Message)
-	case ended && t.StartedAt.IsZero() && t.Message != "":
+	case neverRan(t):
 		return fmt.Sprintf("%s: %s", t.State, t.Message) // e.g. its cache warm-up failed
 	case t.StopReason != "" && ended:
 		return fmt.Sprintf("Stopped: %s (exit %d)", t.StopReason, t.ExitCode)
