@@ -74,3 +74,13 @@ func TestCacheNamesRefused(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Empty(t, out)
 }
+
+// A Redis that is down is named once, with what atom was doing and why.
+func TestCacheRedisDownSaysWhy(t *testing.T) {
+	t.Parallel()
+	srv := cachetest.StartRedis(t)
+	srv.Stop()
+	code, out := exitCode(t, atomCmd(t, []string{"ATOM_CACHE_REDIS=" + srv.Addr}, "cache", "ls", "--timeout", "500ms"))
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "atom cache: redis "+srv.Addr+" not reachable for 500ms while checking the cache's layout: connection refused\n", out)
+}

@@ -28,8 +28,9 @@ const (
 )
 
 // ErrUnavailable is wrapped by every error that comes from Redis being
-// unreachable (refused, timed out, reset) for longer than the bound.
-var ErrUnavailable = errors.New("cache redis unavailable")
+// unreachable (refused, timed out, reset) for longer than the bound: an
+// *UnavailableError (errors.go) says which Redis, doing what, and why.
+var ErrUnavailable = errors.New("not reachable")
 
 // Options configure a Client. Only Addr is required.
 type Options struct {
@@ -124,9 +125,11 @@ func (c *Client) dirKey(ino uint64) string {
 // network, or the bound passes: a short Redis outage (restart, failover)
 // is ridden out, a long one becomes ErrUnavailable, never a hang.
 func (c *Client) retry(ctx context.Context, op, p string, fn func(context.Context) error) error {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	backoff := 20 * time.Millisecond
+	var last error // the last network error, not the bound's end
 	for {
 		err := fn(ctx)
 		if err == nil {
@@ -136,13 +139,16 @@ func (c *Client) retry(ctx context.Context, op, p string, fn func(context.Contex
 			return &fs.PathError{Op: op, Path: p, Err: e}
 		}
 		if !transient(err) {
-			return fmt.Errorf("%s %s: %w", op, p, err)
+			return fmt.Errorf("%s: %w", doing(op, p), err)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			last = err
 		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%s %s: redis %s: %w (%v)", op, p, c.opts.Addr, ErrUnavailable, err)
+			return &UnavailableError{Addr: c.opts.Addr, Doing: doing(op, p), For: min(c.opts.Timeout, time.Since(start).Round(100*time.Millisecond)), Cause: last}
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
