@@ -178,3 +178,46 @@ func TestWarmUpWaitsForPutAndSkips(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, cache.DatasetInfo{Files: 6, Bytes: 42, At: info.At}, info, "the put's data, not copied over")
 }
+
+// The job whose warm-up runs the shared copy ends (cancelled) while
+// another job waits on it: the waiting warm-up runs the copy itself.
+func TestSharedCopyOutlivesItsStarter(t *testing.T) {
+	ctx := context.Background()
+	s, c := warmTestServer(t)
+	ra, rb := cachetest.StartRedis(t), cachetest.StartRedis(t)
+	src, err := cache.New(cache.Options{Addr: ra.Addr})
+	require.NoError(t, err)
+	defer src.Close()
+	require.NoError(t, src.Init(ctx))
+	_, err = src.Put(ctx, nested(t, 10, 100), "ds/s", nil)
+	require.NoError(t, err)
+	dst, err := cache.New(cache.Options{Addr: rb.Addr})
+	require.NoError(t, err)
+	defer dst.Close()
+	require.NoError(t, dst.Init(ctx))
+	redis := map[structs.ClusterID]string{"a": ra.Addr, "b": rb.Addr}
+	hold, err := dst.Acquire(ctx, "ds/s")
+	require.NoError(t, err)
+
+	w := structs.WarmUp{Cluster: "b", Datasets: []string{"ds/s"}}
+	r1 := &warmRun{w: w, from: map[string]structs.ClusterID{}}
+	ctx1, cancel1 := context.WithCancel(ctx)
+	err1 := make(chan error, 1)
+	go func() { err1 <- s.warm(ctx1, c, r1, redis) }()
+	require.Eventually(t, func() bool { return s.copies.runsOf(rb.Addr, "ds/s") == 1 }, 10*time.Second, 5*time.Millisecond)
+	r2 := &warmRun{w: w, from: map[string]structs.ClusterID{}}
+	err2 := make(chan error, 1)
+	go func() { err2 <- s.warm(ctx, c, r2, redis) }()
+	require.Eventually(t, func() bool { return s.copies.runsOf(rb.Addr, "ds/s") == 2 }, 10*time.Second, 5*time.Millisecond)
+	cancel1()
+	require.Error(t, <-err1)
+	// r2 now runs a flight of its own (still waiting for the lease).
+	require.Eventually(t, func() bool { return s.copies.runsOf(rb.Addr, "ds/s") == 1 }, 10*time.Second, 5*time.Millisecond)
+	hold.Release()
+	require.NoError(t, <-err2)
+	st := r2.status()
+	assert.Equal(t, [4]int64{1000, 1000, 10, 10}, [4]int64{st.Bytes, st.TotalBytes, st.Files, st.TotalFiles})
+	_, ok, err := dst.Complete(ctx, "ds/s")
+	require.NoError(t, err)
+	assert.True(t, ok)
+}
