@@ -10,8 +10,8 @@ import (
 )
 
 // UnavailableError is what an operation returns when Redis stayed
-// unreachable (refused, timed out, reset) for the whole bound. It wraps
-// ErrUnavailable and the last network error seen.
+// unreachable (refused, timed out, reset) for the whole bound. It is
+// ErrUnavailable (errors.Is) and says the last network error seen.
 type UnavailableError struct {
 	Addr  string        // the Redis server
 	Doing string        // the operation, in words: "reading file data"
@@ -23,10 +23,10 @@ func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("redis %s %s for %s while %s: %s", e.Addr, ErrUnavailable, e.For, e.Doing, cause(e.Cause))
 }
 
-// Is makes errors.Is(err, ErrUnavailable) hold.
+// Is makes errors.Is(err, ErrUnavailable) hold. Cause is not unwrapped:
+// its errno (ECONNREFUSED) is the network's, and a caller mapping errors
+// to errno (the FUSE mount) must see EIO, not a file system error.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
-
-func (e *UnavailableError) Unwrap() error { return e.Cause }
 
 // cause says what a network error means to a user: "connection
 // refused", "no such host", without the addresses around it.

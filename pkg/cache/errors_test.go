@@ -2,6 +2,8 @@ package cache_test
 
 import (
 	"context"
+	"errors"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +35,8 @@ func TestUnavailableSaysWhy(t *testing.T) {
 	err = c.Init(ctx)
 	assert.EqualError(t, err, "redis "+s.Addr+" not reachable for 500ms while checking the cache's layout: connection refused")
 	assert.ErrorIs(t, err, cache.ErrUnavailable)
+	var errno syscall.Errno
+	assert.False(t, errors.As(err, &errno), "the network's ECONNREFUSED is no file system errno: the mount gives EIO")
 	_, err = c.Mkdir(ctx, "/d", 0o755)
 	assert.EqualError(t, err, "redis "+s.Addr+" not reachable for 500ms while making directory /d: connection refused")
 	s.Restart()
