@@ -159,12 +159,19 @@ func (s *Server) warm(ctx context.Context, c *caches, r *warmRun, redis map[stru
 	if dstAddr == "" {
 		return fmt.Errorf("cluster %s has no cache redis to warm: set its redis address", to)
 	}
+	// wrap names the cluster, and its Redis unless the error does.
+	wrap := func(err error) error {
+		if strings.Contains(err.Error(), dstAddr) {
+			return fmt.Errorf("cluster %s's cache: %w", to, err)
+		}
+		return fmt.Errorf("cluster %s's cache (redis %s): %w", to, dstAddr, err)
+	}
 	dst, err := c.client(dstAddr, true)
 	if err == nil {
 		err = dst.Init(ctx) // checks the layout; an empty Redis gets it
 	}
 	if err != nil {
-		return fmt.Errorf("cluster %s's cache redis %s: %w", to, dstAddr, err)
+		return wrap(err)
 	}
 	type item struct {
 		dataset string
@@ -176,7 +183,7 @@ func (s *Server) warm(ctx context.Context, c *caches, r *warmRun, redis map[stru
 	for _, d := range r.w.Datasets {
 		_, ok, err := dst.Complete(ctx, d)
 		if err != nil {
-			return fmt.Errorf("cluster %s's cache redis %s: %w", to, dstAddr, err)
+			return wrap(err)
 		}
 		if ok {
 			c.note(dstAddr, d, true) // there already (an earlier run, another job)

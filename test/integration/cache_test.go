@@ -198,6 +198,6 @@ quotas:
 	require.NoError(t, err)
 	st = ended(t, c, sub.JobID, 60*time.Second)
 	assert.Equal(t, structs.JobFailed, st.Job.State)
-	assert.True(t, strings.HasPrefix(st.Job.Reason, "WarmUpFailed: cache warm-up of cluster b failed: cluster b's cache redis "+rb.Addr+": "), st.Job.Reason)
+	assert.True(t, strings.HasPrefix(st.Job.Reason, "WarmUpFailed: cache warm-up of cluster b failed: cluster b's cache: redis "+rb.Addr+" not reachable"), st.Job.Reason)
 	assert.True(t, st.Tasks[0].StartedAt.IsZero())
 }
