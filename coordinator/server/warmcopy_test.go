@@ -57,24 +57,33 @@ func (fl *copyFlights) runsOf(addr, dataset string) int {
 	return len(f.runs)
 }
 
+// twoCaches starts the cache Redis of clusters a and b, puts dataset
+// (n files of size bytes, nested) into a's and readies b's.
+func twoCaches(t *testing.T, n, size int, dataset string) (src, dst *cache.Client, redis map[structs.ClusterID]string) {
+	t.Helper()
+	ctx := context.Background()
+	ra, rb := cachetest.StartRedis(t), cachetest.StartRedis(t)
+	src, err := cache.New(cache.Options{Addr: ra.Addr})
+	require.NoError(t, err)
+	t.Cleanup(func() { src.Close() })
+	require.NoError(t, src.Init(ctx))
+	_, err = src.Put(ctx, nested(t, n, size), dataset, nil)
+	require.NoError(t, err)
+	dst, err = cache.New(cache.Options{Addr: rb.Addr})
+	require.NoError(t, err)
+	t.Cleanup(func() { dst.Close() })
+	require.NoError(t, dst.Init(ctx))
+	return src, dst, map[structs.ClusterID]string{"a": ra.Addr, "b": rb.Addr}
+}
+
 // Two jobs that need the same uncached dataset on the same cluster: one
 // copy runs, the other job's warm-up waits for it, both see its progress
 // and both succeed; the dataset is copied once, whole.
 func TestWarmUpsShareOneCopy(t *testing.T) {
 	ctx := context.Background()
 	s, c := warmTestServer(t)
-	ra, rb, rc := cachetest.StartRedis(t), cachetest.StartRedis(t), cachetest.StartRedis(t)
-	src, err := cache.New(cache.Options{Addr: ra.Addr})
-	require.NoError(t, err)
-	defer src.Close()
-	require.NoError(t, src.Init(ctx))
-	_, err = src.Put(ctx, nested(t, 40, 1000), "only/a2", nil)
-	require.NoError(t, err)
-	dst, err := cache.New(cache.Options{Addr: rb.Addr})
-	require.NoError(t, err)
-	defer dst.Close()
-	require.NoError(t, dst.Init(ctx))
-	redis := map[structs.ClusterID]string{"a": ra.Addr, "b": rb.Addr}
+	src, dst, redis := twoCaches(t, 40, 1000, "only/a2")
+	rc := cachetest.StartRedis(t)
 
 	// Hold the target's lease so that both warm-ups are surely running
 	// at once: the first waits it out, the second waits for the first.
@@ -97,7 +106,7 @@ func TestWarmUpsShareOneCopy(t *testing.T) {
 			out <- result{r.status(), err}
 		}(runs[i])
 	}
-	require.Eventually(t, func() bool { return s.copies.runsOf(rb.Addr, "only/a2") == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.copies.runsOf(redis["b"], "only/a2") == 2 }, 10*time.Second, 5*time.Millisecond)
 	hold.Release()
 	want := structs.WarmUpStatus{WarmUp: structs.WarmUp{Cluster: "b", Datasets: []string{"only/a2"}},
 		From: map[string]structs.ClusterID{"only/a2": "a"}, Bytes: 40000, TotalBytes: 40000, Files: 40, TotalFiles: 40}
@@ -110,7 +119,7 @@ func TestWarmUpsShareOneCopy(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, cache.DatasetInfo{Files: 40, Bytes: 40000, At: info.At}, info)
-	assert.Zero(t, s.copies.runsOf(rb.Addr, "only/a2"), "the flight is gone when it ends")
+	assert.Zero(t, s.copies.runsOf(redis["b"], "only/a2"), "the flight is gone when it ends")
 
 	// Copied once: as many inodes handed out as one copy into an empty
 	// Redis takes.
@@ -138,17 +147,7 @@ func TestWarmUpsShareOneCopy(t *testing.T) {
 func TestWarmUpWaitsForPutAndSkips(t *testing.T) {
 	ctx := context.Background()
 	s, c := warmTestServer(t)
-	ra, rb := cachetest.StartRedis(t), cachetest.StartRedis(t)
-	src, err := cache.New(cache.Options{Addr: ra.Addr})
-	require.NoError(t, err)
-	defer src.Close()
-	require.NoError(t, src.Init(ctx))
-	_, err = src.Put(ctx, nested(t, 4, 10), "ds/p", nil)
-	require.NoError(t, err)
-	dst, err := cache.New(cache.Options{Addr: rb.Addr})
-	require.NoError(t, err)
-	defer dst.Close()
-	require.NoError(t, dst.Init(ctx))
+	_, dst, redis := twoCaches(t, 4, 10, "ds/p")
 
 	started, resume, putErr := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	first := true
@@ -165,8 +164,8 @@ func TestWarmUpWaitsForPutAndSkips(t *testing.T) {
 	<-started
 	r := &warmRun{w: structs.WarmUp{Cluster: "b", Datasets: []string{"ds/p"}}, from: map[string]structs.ClusterID{}}
 	errc := make(chan error, 1)
-	go func() { errc <- s.warm(ctx, c, r, map[structs.ClusterID]string{"a": ra.Addr, "b": rb.Addr}) }()
-	require.Eventually(t, func() bool { return s.copies.runsOf(rb.Addr, "ds/p") == 1 }, 10*time.Second, 5*time.Millisecond)
+	go func() { errc <- s.warm(ctx, c, r, map[structs.ClusterID]string{"a": redis["a"], "b": redis["b"]}) }()
+	require.Eventually(t, func() bool { return s.copies.runsOf(redis["b"], "ds/p") == 1 }, 10*time.Second, 5*time.Millisecond)
 	close(resume)
 	require.NoError(t, <-putErr)
 	require.NoError(t, <-errc)
@@ -184,18 +183,7 @@ func TestWarmUpWaitsForPutAndSkips(t *testing.T) {
 func TestSharedCopyOutlivesItsStarter(t *testing.T) {
 	ctx := context.Background()
 	s, c := warmTestServer(t)
-	ra, rb := cachetest.StartRedis(t), cachetest.StartRedis(t)
-	src, err := cache.New(cache.Options{Addr: ra.Addr})
-	require.NoError(t, err)
-	defer src.Close()
-	require.NoError(t, src.Init(ctx))
-	_, err = src.Put(ctx, nested(t, 10, 100), "ds/s", nil)
-	require.NoError(t, err)
-	dst, err := cache.New(cache.Options{Addr: rb.Addr})
-	require.NoError(t, err)
-	defer dst.Close()
-	require.NoError(t, dst.Init(ctx))
-	redis := map[structs.ClusterID]string{"a": ra.Addr, "b": rb.Addr}
+	_, dst, redis := twoCaches(t, 10, 100, "ds/s")
 	hold, err := dst.Acquire(ctx, "ds/s")
 	require.NoError(t, err)
 
@@ -204,15 +192,15 @@ func TestSharedCopyOutlivesItsStarter(t *testing.T) {
 	ctx1, cancel1 := context.WithCancel(ctx)
 	err1 := make(chan error, 1)
 	go func() { err1 <- s.warm(ctx1, c, r1, redis) }()
-	require.Eventually(t, func() bool { return s.copies.runsOf(rb.Addr, "ds/s") == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.copies.runsOf(redis["b"], "ds/s") == 1 }, 10*time.Second, 5*time.Millisecond)
 	r2 := &warmRun{w: w, from: map[string]structs.ClusterID{}}
 	err2 := make(chan error, 1)
 	go func() { err2 <- s.warm(ctx, c, r2, redis) }()
-	require.Eventually(t, func() bool { return s.copies.runsOf(rb.Addr, "ds/s") == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.copies.runsOf(redis["b"], "ds/s") == 2 }, 10*time.Second, 5*time.Millisecond)
 	cancel1()
 	require.Error(t, <-err1)
 	// r2 now runs a flight of its own (still waiting for the lease).
-	require.Eventually(t, func() bool { return s.copies.runsOf(rb.Addr, "ds/s") == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.copies.runsOf(redis["b"], "ds/s") == 1 }, 10*time.Second, 5*time.Millisecond)
 	hold.Release()
 	require.NoError(t, <-err2)
 	st := r2.status()
