@@ -120,12 +120,13 @@ func TestPreflightKeepsRestartBudget(t *testing.T) {
 	l.must(&state.JobSubmit{Job: j, Now: t0})
 	l.cycle(t0)
 	l.preflight(t0, l.live("r-1").ID, "gpu preflight failed: count: 0 GPUs visible, 1 allocated")
+	later := t0.Add(10 * time.Minute) // past each restart's back-off (0, 10 s, 20 s)
 	for i := range state.MaxRestarts {
-		l.cycle(t0)
+		l.cycle(later)
 		l.report(t0, structs.TaskFailed, 1, "r-1")
 		require.Equal(t, structs.JobPending, l.s.Jobs["r-1"].State, "restart %d", i+1)
 	}
-	l.cycle(t0)
+	l.cycle(later)
 	l.report(t0, structs.TaskFailed, 1, "r-1")
 	r := l.s.Jobs["r-1"]
 	assert.Equal(t, structs.JobFailed, r.State)

@@ -111,3 +111,29 @@ func TestServicePrunesEndedReplicas(t *testing.T) {
 	}
 	assert.Equal(t, state.KeepEndedReplicas+3, l.s.Jobs["s-1"].ReplicaRestarts)
 }
+
+// A batch job with restartPolicy OnFailure restarts at once the first
+// time, then after 10 s, 20 s ...: a job failing at start does not spend
+// its restarts in a second (found by a new user: a warm-up with no source
+// used all three restarts in under a second).
+func TestBatchRestartBackoff(t *testing.T) {
+	l := newLogged(t, st.C64("c1"))
+	j := job("b-1", st.NewJob("b", "u1").Low().CPU(1, 1))
+	j.RestartPolicy = structs.RestartOnFailure
+	l.must(&state.JobSubmit{Job: j, Now: t0})
+	now := t0
+	for i, wait := range []time.Duration{0, 10 * time.Second, 20 * time.Second} {
+		require.Len(t, l.recycle(now).Placed, 1, "restart %d", i)
+		l.report(now, structs.TaskRunning, 0, "b-1")
+		l.report(now, structs.TaskFailed, 1, "b-1")
+		b := l.s.Jobs["b-1"]
+		require.Equal(t, structs.JobPending, b.State)
+		require.Equal(t, now.Add(wait), b.BackoffUntil, "failure %d", i+1)
+		if wait > 0 {
+			p := sched.Schedule(l.s.Snapshot(), sched.Input{Pending: l.s.Pending(), Now: now.Add(wait - time.Second)})
+			assert.Empty(t, p.Placements, "not before the back-off ends")
+			assert.Contains(t, p.Pending["b-1"].Message, fmt.Sprintf("restart back-off: restart %d; placed again at", i+1))
+		}
+		now = now.Add(wait)
+	}
+}

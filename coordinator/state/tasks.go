@@ -241,8 +241,12 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
 		s.endJob(id, structs.JobFailed, why, e.Time, structs.StopCancelled)
 		return
 	}
-	// Restart the whole job: siblings stop; once they have, it is requeued.
-	s.putJob(id, func(j *structs.Job) { j.Reason = "restarting: " + why })
+	// Restart the whole job: siblings stop; once they have, it is
+	// requeued, and placed again after the back-off (none the first time).
+	s.putJob(id, func(j *structs.Job) {
+		j.Reason = "restarting: " + why
+		j.BackoffUntil = e.Time.Add(structs.ServiceBackoff(restarts + 1))
+	})
 	stopped := false
 	for _, x := range s.TasksOf(id) {
 		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,13 +71,14 @@ func TestLostBeforeStartIsBounded(t *testing.T) {
 		l.lost(l.live("r-1").ID)
 		require.Equal(t, structs.JobPending, l.s.Jobs["r-1"].State)
 	}
+	later := t0.Add(10 * time.Minute) // past each restart's back-off (0, 10 s, 20 s)
 	for i := range state.MaxRestarts {
-		l.cycle(t0)
+		l.cycle(later)
 		l.report(t0, structs.TaskRunning, 0, "r-1")
 		l.report(t0, structs.TaskFailed, 1, "r-1")
 		require.Equal(t, structs.JobPending, l.s.Jobs["r-1"].State, "restart %d", i+1)
 	}
-	l.cycle(t0)
+	l.cycle(later)
 	l.lost(l.live("r-1").ID)
 	r := l.s.Jobs["r-1"]
 	assert.Equal(t, structs.JobFailed, r.State, "past MaxUnstartedRequeues a loss is a failure, and the restarts are used up")

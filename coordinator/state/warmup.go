@@ -134,7 +134,10 @@ func (s *State) warmUpFailed(j *structs.Job, cluster structs.ClusterID, msg stri
 		s.endJob(j.ID, structs.JobFailed, why, now, structs.StopCancelled)
 		return
 	}
-	s.putJob(j.ID, func(j *structs.Job) { j.Reason = "restarting: " + why })
+	s.putJob(j.ID, func(j *structs.Job) {
+		j.Reason = "restarting: " + why
+		j.BackoffUntil = now.Add(structs.ServiceBackoff(restarts + 1))
+	})
 	stopped := false
 	for _, x := range s.TasksOf(j.ID) {
 		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {

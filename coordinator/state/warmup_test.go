@@ -81,7 +81,7 @@ func TestWarmUpFailedRestartsOrFails(t *testing.T) {
 	j.Cluster, j.RestartPolicy = "b", structs.RestartOnFailure
 	l.must(&state.JobSubmit{Job: j, Now: t0})
 	for attempt := range state.MaxRestarts {
-		l.cacheCycle(t0, bOnly)
+		l.cacheCycle(t0.Add(10*time.Minute), bOnly) // past the back-off
 		tk := l.live("r-1")
 		l.must(&state.WarmUpEnd{Job: "r-1", Cluster: "b", Attempt: attempt, Error: "dataset d is in no cluster's cache", Now: t0})
 		assert.Equal(t, structs.TaskFailed, l.s.Tasks[tk.ID].State)
@@ -92,7 +92,7 @@ func TestWarmUpFailedRestartsOrFails(t *testing.T) {
 		assert.Equal(t, attempt+1, r.Attempt)
 		assert.Nil(t, r.WarmUps)
 	}
-	l.cacheCycle(t0, bOnly)
+	l.cacheCycle(t0.Add(10*time.Minute), bOnly)
 	l.must(&state.WarmUpEnd{Job: "r-1", Cluster: "b", Attempt: state.MaxRestarts, Error: "redis 127.0.0.1:1 unavailable", Now: t0})
 	r := l.s.Jobs["r-1"]
 	assert.Equal(t, structs.JobFailed, r.State)

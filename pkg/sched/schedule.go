@@ -103,9 +103,13 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			// once its tasks have stopped, not topped up.
 			continue
 		}
-		if j.Kind == structs.KindService && in.Now.Before(j.BackoffUntil) {
-			plan.Pending[j.ID] = &Why{Message: fmt.Sprintf("restart back-off: %d replica exits in a row; placed again at %s (in %s)",
-				j.CrashLoop, j.BackoffUntil.UTC().Format(time.RFC3339), j.BackoffUntil.Sub(in.Now).Round(time.Second))}
+		if in.Now.Before(j.BackoffUntil) {
+			what := fmt.Sprintf("restart %d", j.Attempt-j.Preemptions-j.PreflightFailures-j.LostUnstarted)
+			if j.Kind == structs.KindService {
+				what = fmt.Sprintf("%d replica exits in a row", j.CrashLoop)
+			}
+			plan.Pending[j.ID] = &Why{Message: fmt.Sprintf("restart back-off: %s; placed again at %s (in %s)",
+				what, j.BackoffUntil.UTC().Format(time.RFC3339), j.BackoffUntil.Sub(in.Now).Round(time.Second))}
 			if in.OnDecision != nil {
 				in.OnDecision(j.ID, false)
 			}
