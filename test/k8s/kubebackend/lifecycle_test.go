@@ -17,7 +17,7 @@ import (
 )
 
 // TestLifecycle: a coordinator server against a real API server deletes
-// a task's Pod and Secret once its end is committed, deletes atom's Pods
+// a task's Pod once its end is committed, deletes atom's Pods
 // whose task it does not know, declares the tasks of a node NotReady past
 // its grace lost and places the service replica again on another node, and
 // notices a Pod deleted by hand.
