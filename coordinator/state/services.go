@@ -24,11 +24,11 @@ func (s *State) replicaExited(j *structs.Job, t *structs.Task, e TaskEvent) {
 			j.Reason = fmt.Sprintf("replica %d %s; placing it again", t.Index, describeExit(e))
 			return
 		}
-		if !t.StartedAt.IsZero() && e.Time.Sub(t.StartedAt) >= structs.ServiceBackoffReset {
+		if !t.StartedAt.IsZero() && e.Time.Sub(t.StartedAt) >= structs.RestartBackoffReset {
 			j.CrashLoop = 0
 		}
 		j.CrashLoop++
-		wait := structs.ServiceBackoff(j.CrashLoop)
+		wait := structs.RestartBackoff(j.CrashLoop)
 		j.BackoffUntil = e.Time.Add(wait)
 		exit := describeExit(e)
 		if e.State == structs.TaskSucceeded {

@@ -68,7 +68,7 @@ func TestServiceRestartBackoff(t *testing.T) {
 		l.report(now, structs.TaskRunning, 0, "s-1")
 	}
 	assert.Equal(t, 4, l.s.Jobs["s-1"].ReplicaRestarts)
-	assert.Equal(t, 5*time.Minute, structs.ServiceBackoff(40), "capped")
+	assert.Equal(t, 5*time.Minute, structs.RestartBackoff(40), "capped")
 
 	// Ten minutes of running resets the count: the next exit restarts at once.
 	now = now.Add(10 * time.Minute)

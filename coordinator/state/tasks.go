@@ -245,7 +245,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
 	// requeued, and placed again after the back-off (none the first time).
 	s.putJob(id, func(j *structs.Job) {
 		j.Reason = "restarting: " + why
-		j.BackoffUntil = e.Time.Add(structs.ServiceBackoff(restarts + 1))
+		j.BackoffUntil = e.Time.Add(structs.RestartBackoff(restarts + 1))
 	})
 	stopped := false
 	for _, x := range s.TasksOf(id) {

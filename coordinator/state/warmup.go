@@ -136,7 +136,7 @@ func (s *State) warmUpFailed(j *structs.Job, cluster structs.ClusterID, msg stri
 	}
 	s.putJob(j.ID, func(j *structs.Job) {
 		j.Reason = "restarting: " + why
-		j.BackoffUntil = now.Add(structs.ServiceBackoff(restarts + 1))
+		j.BackoffUntil = now.Add(structs.RestartBackoff(restarts + 1))
 	})
 	stopped := false
 	for _, x := range s.TasksOf(j.ID) {

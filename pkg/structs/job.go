@@ -156,34 +156,36 @@ type Job struct {
 	WarmUps []WarmUp `json:"warmUps,omitempty"`
 	// Services only: ReplicaRestarts counts replicas placed again after
 	// one exited; CrashLoop counts those exits in a row (reset by a
-	// replica that ran ServiceBackoffReset); no replica is placed again
-	// before BackoffUntil.
+	// replica that ran RestartBackoffReset). Any job: nothing of it is
+	// placed again before BackoffUntil (RestartBackoff after a failure).
 	ReplicaRestarts int       `json:"replicaRestarts,omitempty"`
 	CrashLoop       int       `json:"crashLoop,omitempty"`
 	BackoffUntil    time.Time `json:"backoffUntil,omitzero"`
 }
 
-// A service replica that exits is placed again at once the first time,
-// then after 10 s, 20 s, 40 s... at most 5 minutes; a replica that ran 10
-// minutes resets the count. These are the kubelet's CrashLoopBackOff
+// A service replica that exits, or a batch job with restartPolicy
+// OnFailure that fails, is placed again at once the first time, then
+// after 10 s, 20 s, 40 s... at most 5 minutes; a service replica that ran
+// 10 minutes resets its count. These are the kubelet's CrashLoopBackOff
 // figures (Kubernetes, "Pod Lifecycle: container restarts").
 const (
-	ServiceBackoffBase  = 10 * time.Second
-	ServiceBackoffMax   = 5 * time.Minute
-	ServiceBackoffReset = 10 * time.Minute
+	RestartBackoffBase  = 10 * time.Second
+	RestartBackoffMax   = 5 * time.Minute
+	RestartBackoffReset = 10 * time.Minute
 )
 
-// ServiceBackoff returns how long a service waits before placing a
-// replica again after its crashLoop-th exit in a row (1-based).
-func ServiceBackoff(crashLoop int) time.Duration {
-	if crashLoop <= 1 {
+// RestartBackoff returns the wait before placing again after the n-th
+// failure in a row (1-based): 0, then RestartBackoffBase doubling up to
+// RestartBackoffMax.
+func RestartBackoff(n int) time.Duration {
+	if n <= 1 {
 		return 0
 	}
-	d := ServiceBackoffBase
-	for i := 2; i < crashLoop && d < ServiceBackoffMax; i++ {
+	d := RestartBackoffBase
+	for i := 2; i < n && d < RestartBackoffMax; i++ {
 		d *= 2
 	}
-	return min(d, ServiceBackoffMax)
+	return min(d, RestartBackoffMax)
 }
 
 // Volume mounts a persistent volume claim (Ceph RBD) into every replica.
