@@ -67,6 +67,7 @@ func runAtom(ctx context.Context) (result, *podShape, error) {
 	if err != nil {
 		return result{}, nil, err
 	}
+	cpuBefore := readCPU(c)
 	start := time.Now()
 	err = parallel(*flagTasks, func(i int) error {
 		spec := fmt.Appendf(nil, "kind: command\nname: bench-%04d\ncommand: [sleep, infinity]\nresources: {accelerators: {type: %s, count: 1}}\n", i, gpuModel)
@@ -81,6 +82,7 @@ func runAtom(ctx context.Context) (result, *podShape, error) {
 		return result{}, nil, err
 	}
 	r.running = w.at.Sub(start)
+	r.cpuBy, r.cpu = readCPU(c).since(cpuBefore)
 	r.created, r.bound = w.createdAt.Sub(start), w.boundAt.Sub(start)
 	fmt.Fprintf(os.Stderr, "%s: %s\n", "atom", w.progress(start))
 	if after, err := apiWrites(ctx, c); err == nil {

@@ -43,6 +43,7 @@ func runKube(ctx context.Context, shape *podShape) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	cpuBefore := readCPU(c)
 	start := time.Now()
 	err = parallel(*flagTasks, func(i int) error {
 		p := &corev1.Pod{
@@ -69,6 +70,7 @@ func runKube(ctx context.Context, shape *podShape) (result, error) {
 		return result{}, err
 	}
 	r.running = w.at.Sub(start)
+	r.cpuBy, r.cpu = readCPU(c).since(cpuBefore)
 	r.created, r.bound = w.createdAt.Sub(start), w.boundAt.Sub(start)
 	fmt.Fprintf(os.Stderr, "%s: %s\n", "kube", w.progress(start))
 	if after, err := apiWrites(ctx, c); err == nil {

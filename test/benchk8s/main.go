@@ -94,6 +94,7 @@ func run() error {
 		atom, podTemplate = r, shape
 		fmt.Printf("atom_submitted_s=%.2f atom_pods_created_s=%.2f atom_pods_bound_s=%.2f\n", atom.submitted.Seconds(), atom.created.Seconds(), atom.bound.Seconds())
 		fmt.Printf("atom_api_writes=%d atom_api_writes_by_resource=%s\n", atom.writes, atom.writesBy)
+		fmt.Printf("atom_cpu_s=%.2f atom_cpu_s_by_process=%s\n", atom.cpu, atom.cpuBy)
 		fmt.Printf("atom_submit_to_running_s=%.2f\n", atom.running.Seconds())
 	}
 	if *flagSkip != "kube" {
@@ -107,6 +108,7 @@ func run() error {
 		kube = r
 		fmt.Printf("kube_created_s=%.2f kube_pods_bound_s=%.2f\n", kube.submitted.Seconds(), kube.bound.Seconds())
 		fmt.Printf("kube_api_writes=%d kube_api_writes_by_resource=%s\n", kube.writes, kube.writesBy)
+		fmt.Printf("kube_cpu_s=%.2f kube_cpu_s_by_process=%s\n", kube.cpu, kube.cpuBy)
 		fmt.Printf("kube_scheduler_create_to_running_s=%.2f\n", kube.running.Seconds())
 	}
 	if atom.running > 0 && kube.running > 0 {
@@ -124,4 +126,8 @@ type result struct {
 	// in all and by resource.
 	writes   int
 	writesBy string
+	// cpu is the CPU seconds the cluster's programs and this process
+	// used until all were Running, in all and by process.
+	cpu   float64
+	cpuBy string
 }

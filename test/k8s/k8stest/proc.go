@@ -140,3 +140,18 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// Processes returns the name and process ID of each running program the
+// harness started (etcd, kube-apiserver, kwok, kube-scheduler), for
+// benchmarks that account their CPU time.
+func (c *Cluster) Processes() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := map[string]int{}
+	for _, p := range c.procs {
+		if !p.exited() {
+			m[p.name] = p.cmd.Process.Pid
+		}
+	}
+	return m
+}
