@@ -87,7 +87,8 @@ type leaderState struct {
 	stopped map[allocKey]bool
 	// inherited are the tasks that were Scheduled when this term began
 	// and that another server (or an earlier run of this one) placed.
-	// This term never starts them: the leader that placed them may have
+	// This term never starts them, unless the backend adopts them
+	// (Adopter: Kubernetes Pods, which every server sees): the leader that placed them may have
 	// started them on its own backend just before it went (a local
 	// process this server cannot see), and starting one again would run
 	// the allocation twice. A started one heartbeats (Running); one that
@@ -374,8 +375,8 @@ func (s *Server) setWhy(why map[structs.JobID]*sched.Why) {
 	s.mu.Unlock()
 }
 
-// driveBackend starts the Scheduled tasks this term placed and stops the
-// Stopping tasks, those it has not handled yet. A failed Start or Stop is
+// driveBackend starts the Scheduled tasks this term placed (and those
+// it inherited that the backend adopts) and stops the Stopping tasks, those it has not handled yet. A failed Start or Stop is
 // retried next cycle; a task that never starts is Lost after the
 // heartbeat TTL.
 func (s *Server) driveBackend(ls *leaderState) {
@@ -399,7 +400,7 @@ func (s *Server) driveBackend(ls *leaderState) {
 			switch t.State {
 			case structs.TaskScheduled:
 				seen[k] = true
-				if !ls.started[k] && !ls.inherited[k] && !st.Warming(t) {
+				if !ls.started[k] && (!ls.inherited[k] || adopts(b, t)) && !st.Warming(t) {
 					starts = append(starts, start{t: t, j: st.Jobs[t.Job], k: k})
 				}
 			case structs.TaskStopping:
@@ -445,6 +446,13 @@ func (s *Server) driveBackend(ls *leaderState) {
 			ls.started[starts[i].k] = true
 		}
 	}
+}
+
+// adopts reports whether backend b may start task t, which another server
+// placed (Adopter).
+func adopts(b Backend, t *structs.Task) bool {
+	a, ok := b.(Adopter)
+	return ok && a.Adopts(t)
 }
 
 // backendParallelism is how many Starts (or Stops) the leader has the

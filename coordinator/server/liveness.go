@@ -57,9 +57,10 @@ func (s *Server) Heartbeat(taskID structs.TaskID, token string, ev state.TaskEve
 // A task first seen by this term counts as seen then, so after an election
 // every task gets a full TTL of grace (C20), whatever the old leader saw.
 type liveness struct {
-	s    *Server
-	ttl  time.Duration
-	kick chan struct{} // capacity 1: wakes flush
+	s         *Server
+	ttl       time.Duration
+	electedAt time.Time     // when this term's leader work began
+	kick      chan struct{} // capacity 1: wakes flush
 
 	mu       sync.Mutex // guards the fields below
 	seen     map[structs.TaskID]lastSeen
@@ -85,11 +86,12 @@ type taskEvents struct {
 
 func newLiveness(s *Server, electedAt time.Time) *liveness {
 	l := &liveness{
-		s:      s,
-		ttl:    s.cfg.HeartbeatTTL,
-		kick:   make(chan struct{}, 1),
-		seen:   map[structs.TaskID]lastSeen{},
-		queued: map[structs.TaskID]*taskEvents{},
+		s:         s,
+		ttl:       s.cfg.HeartbeatTTL,
+		electedAt: electedAt,
+		kick:      make(chan struct{}, 1),
+		seen:      map[structs.TaskID]lastSeen{},
+		queued:    map[structs.TaskID]*taskEvents{},
 	}
 	s.fsm.Read(func(st *state.State) {
 		for id, t := range st.Tasks {

@@ -144,6 +144,17 @@ type Backend interface {
 	Stop(taskID structs.TaskID, grace time.Duration) error
 }
 
+// Adopter is a Backend whose Start any server may call for a task another
+// server placed: what the placing server did is in a place every server
+// sees (a Kubernetes Pod, named from the task), so Start finds it and
+// completes it (a gang's Pods created but not bound are bound, the missing
+// ones created first) and never runs the allocation twice. A new leader
+// starts the Scheduled tasks it inherited for which Adopts is true; the
+// others it leaves to the heartbeat TTL (leaderState.inherited).
+type Adopter interface {
+	Adopts(task *structs.Task) bool
+}
+
 // ForwardFunc sends a heartbeat that reached a follower to the leader
 // (leaderID, at Raft address leaderAddr); the HTTP layer maps the ID to the
 // leader's HTTP address.
@@ -345,6 +356,24 @@ func (s *Server) ID() string { return s.cfg.ID }
 
 // IsLeader reports whether this server is the Raft leader now.
 func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// LeadingSince returns when this server's current term of leader work
+// began (its clock, after catching up with earlier terms) and true, or
+// false when it does not lead. After a leader change every task gets a
+// full HeartbeatTTL from then before it is declared lost (C20): whatever
+// else declares tasks lost on the leader (a Kubernetes node's NotReady
+// grace) waits for it too.
+func (s *Server) LeadingSince() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live == nil || !s.IsLeader() {
+		return time.Time{}, false
+	}
+	return s.live.electedAt, true
+}
+
+// HeartbeatTTL is how long a task may stay silent before it is lost.
+func (s *Server) HeartbeatTTL() time.Duration { return s.cfg.HeartbeatTTL }
 
 // Authoritative reports whether this server's state is the cluster's
 // latest: it leads and has applied everything committed before its term

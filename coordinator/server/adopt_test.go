@@ -1,0 +1,59 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/coordinator/state"
+	st "github.com/atom-sched/atom/pkg/sched/schedtest"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// adoptingBackend is a fakeBackend that adopts every task (server.Adopter),
+// as the Kubernetes backend does: what a Start did is visible to every
+// server.
+type adoptingBackend struct{ *fakeBackend }
+
+func (adoptingBackend) Adopts(*structs.Task) bool { return true }
+
+// A new leader starts the Scheduled tasks an earlier leader placed when
+// its backend adopts them: the same allocation (task and token), not a
+// new one after the heartbeat TTL. LeadingSince answers on the leader
+// only, from when its term began.
+func TestNewLeaderStartsAdoptedTasks(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3, func(cfg *server.Config) { cfg.HeartbeatTTL = time.Hour })
+	c.seed(st.C64("c1"))
+	old := c.leader() // no backend: it places and starts nothing
+	c.apply(&state.JobSubmit{RequestID: "a", Job: cpuJob("a", 1), Now: time.Now()})
+	require.Eventually(t, func() bool { return jobOf(old, "a-1").State == structs.JobScheduled }, waitFor, tick)
+	first, tokens := tasksOf(old, "a-1")
+	require.Len(t, first, 1)
+	backends := map[string]*fakeBackend{}
+	for _, s := range c.live() {
+		if s != old {
+			backends[s.ID()] = &fakeBackend{started: map[structs.TaskID]string{}, stopped: map[structs.TaskID]time.Duration{}}
+			s.SetBackend(adoptingBackend{backends[s.ID()]})
+			_, leads := s.LeadingSince()
+			assert.False(t, leads, "a follower does not lead")
+		}
+	}
+	before := time.Now()
+	c.stop(c.index(old))
+	nl := c.leader()
+	require.Eventually(t, func() bool { _, ok, _, _ := backends[nl.ID()].seen(first[0].ID); return ok }, waitFor, tick,
+		"the new leader never starts the task it inherited")
+	tok, _, _, _ := backends[nl.ID()].seen(first[0].ID)
+	assert.Equal(t, tokens[first[0].ID], tok, "the same allocation")
+	ts, _ := tasksOf(nl, "a-1")
+	require.Len(t, ts, 1, "no second allocation")
+	assert.Equal(t, structs.TaskScheduled, ts[0].State)
+	since, leads := nl.LeadingSince()
+	require.True(t, leads)
+	assert.False(t, since.Before(before), "the term began after the old leader stopped: %v < %v", since, before)
+	assert.Equal(t, time.Hour, nl.HeartbeatTTL())
+}
