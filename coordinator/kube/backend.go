@@ -37,6 +37,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -118,8 +119,15 @@ type Config struct {
 	Leader func() bool
 	// NodeGrace is how long a Node may be not Ready (or gone) before
 	// the tasks whose Pods are bound to it are reported Lost and those
-	// Pods deleted; 0 means DefaultNodeGrace.
+	// Pods deleted; 0 means DefaultNodeGrace. It counts from when the
+	// Node stopped being Ready (see nodegrace.go).
 	NodeGrace time.Duration
+	// LeadingSince says when this server's term of leadership began and
+	// whether it leads; HeartbeatTTL is the tasks' heartbeat TTL. No
+	// task is declared lost for its node before the term is a TTL old
+	// (C20). nil: no such bound.
+	LeadingSince func() (time.Time, bool)
+	HeartbeatTTL time.Duration
 	// Sweep is how often the leader looks for nodes past their grace
 	// and Pods to clean up; 0 means DefaultSweep.
 	Sweep time.Duration
@@ -166,6 +174,7 @@ type Backend struct {
 	boundIDs map[structs.TaskID]bool              // Pods this backend bound
 	notReady map[string]time.Time                 // Nodes not Ready (or deleted), since when
 	execPods map[structs.TaskID]string            // executor tasks' Pod names
+	execWhy  map[types.UID]string                 // why each waiting executor Pod waits, as last told (executors_wait.go)
 
 	execs    cache.SharedIndexInformer // Spark's executor Pods (see executors.go)
 	execKick chan struct{}
@@ -202,7 +211,7 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	b := &Backend{cfg: cfg, hb: hb, log: cfg.Log.With("cluster", cfg.Cluster), stopCh: make(chan struct{}),
 		tokens: map[structs.TaskID]string{}, stopped: map[structs.TaskID]bool{}, reported: map[structs.TaskID]structs.TaskState{},
 		unbound: map[structs.TaskID]structs.NodeID{}, boundIDs: map[structs.TaskID]bool{}, notReady: map[string]time.Time{},
-		execPods: map[structs.TaskID]string{}, execKick: make(chan struct{}, 1)}
+		execPods: map[structs.TaskID]string{}, execWhy: map[types.UID]string{}, execKick: make(chan struct{}, 1)}
 	sel := LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(cfg.Cluster))
 	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
@@ -217,9 +226,9 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	nf := informers.NewSharedInformerFactory(cfg.Client, cfg.Resync)
 	b.nodes = nf.Core().V1().Nodes().Informer()
 	if _, err := b.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { b.noteNode(o, false) },
-		UpdateFunc: func(_, o any) { b.noteNode(o, false) },
-		DeleteFunc: func(o any) { b.noteNode(o, true) },
+		AddFunc:    func(o any) { b.noteNode(nil, o) },
+		UpdateFunc: b.noteNode,
+		DeleteFunc: b.noteNodeGone,
 	}); err != nil {
 		return nil, err
 	}

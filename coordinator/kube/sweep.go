@@ -9,31 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
-
-// noteNode records when a Node stopped being Ready (or was deleted).
-func (b *Backend) noteNode(o any, deleted bool) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	n, ok := o.(*corev1.Node)
-	if !ok {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !deleted && NodeReady(n) {
-		delete(b.notReady, n.Name)
-		return
-	}
-	if _, ok := b.notReady[n.Name]; !ok {
-		b.notReady[n.Name] = b.cfg.Now()
-	}
-}
 
 // sweepLoop runs Sweep on the leader every Config.Sweep.
 func (b *Backend) sweepLoop() {
@@ -55,8 +34,9 @@ func (b *Backend) sweepLoop() {
 // Sweep does the leader's cleaning once:
 //
 //   - a task whose Pod is bound to a Node not Ready (or deleted) for
-//     NodeGrace is reported Lost, and its Pod deleted at once (its kubelet
-//     is not there to stop it gracefully);
+//     NodeGrace, once this server has led for HeartbeatTTL (see
+//     nodegrace.go), is reported Lost, and its Pod deleted at once (its
+//     kubelet is not there to stop it gracefully);
 //   - a Pod of a task the state does not know, knows ended, or knows with
 //     another allocation is deleted (with the stop grace while it runs).
 func (b *Backend) Sweep() {
@@ -64,9 +44,10 @@ func (b *Backend) Sweep() {
 	defer cancel()
 	now := b.cfg.Now()
 	late := map[string]time.Duration{}
+	elected, leads := b.termStart()
 	b.mu.Lock()
 	for name, since := range b.notReady {
-		if d := now.Sub(since); d >= b.cfg.NodeGrace {
+		if d, ok := nodeLate(since, now, elected, b.cfg.NodeGrace, b.cfg.HeartbeatTTL); ok && leads {
 			late[name] = d
 		}
 	}
