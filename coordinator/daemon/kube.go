@@ -92,6 +92,17 @@ func (r *router) Stop(id structs.TaskID, grace time.Duration) error {
 	return r.backendFor("", id).Stop(id, grace)
 }
 
+// Adopts: a new leader starts the tasks another server placed on a
+// kubernetes cluster (server.Adopter): their Pods, named from the task,
+// are there for every server to see, so Start finds the ones created
+// and binds a gang's once all exist (creating the missing ones), all or
+// none as ever. Spark executors are the executor loop's to bind; local
+// tasks are processes of the server that placed them.
+func (r *router) Adopts(t *structs.Task) bool {
+	_, kube := r.backendFor(t.Node, t.ID).(*kube.Backend)
+	return kube && t.Executor == ""
+}
+
 // gangOf lists the tasks of t's job and attempt, and whether they are all
 // Scheduled or Running (none stopping or ended).
 func gangOf(srv *server.Server, t *structs.Task) (ids []structs.TaskID, whole bool) {
@@ -174,6 +185,7 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 				return tok
 			},
 			NodeGrace: cfg.KubeNodeGrace, Sweep: cfg.KubeSweep, Leader: srv.IsLeader,
+			LeadingSince: srv.LeadingSince, HeartbeatTTL: srv.HeartbeatTTL(),
 			Gang: func(t *structs.Task) ([]structs.TaskID, bool) { return gangOf(srv, t) },
 			Task: func(id structs.TaskID) (tok string, live bool) {
 				srv.Read(func(s *state.State) {
