@@ -114,13 +114,48 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 func args(c *cli.Context, names ...string) ([]string, error) {
 	if c.NArg() != len(names) {
 		for _, a := range c.Args().Slice() {
-			if strings.HasPrefix(a, "-") {
-				return nil, usagef("usage: %s: flags go before the arguments, as in %s -o json %s", usage(c, names), c.Command.HelpName, strings.Join(names, " "))
+			if len(a) > 1 && strings.HasPrefix(a, "-") {
+				return nil, usagef("usage: %s: flags go before the arguments: %s", usage(c, names), flagsFirst(c))
 			}
 		}
 		return nil, usagef("usage: %s", usage(c, names))
 	}
 	return c.Args().Slice(), nil
+}
+
+// flagsFirst is the command line c was meant as: the flags given after
+// its arguments (with their values) moved before them.
+func flagsFirst(c *cli.Context) string {
+	line := []string{c.Command.HelpName}
+	var rest []string
+	a := c.Args().Slice()
+	for i := 0; i < len(a); i++ {
+		if len(a[i]) < 2 || !strings.HasPrefix(a[i], "-") {
+			rest = append(rest, a[i])
+			continue
+		}
+		line = append(line, a[i])
+		name := strings.TrimLeft(a[i], "-")
+		if !strings.Contains(name, "=") && takesValue(c.Command, name) && i+1 < len(a) {
+			i++
+			line = append(line, a[i])
+		}
+	}
+	return strings.Join(append(line, rest...), " ")
+}
+
+// takesValue reports whether cmd has a flag called name that is not a
+// switch.
+func takesValue(cmd *cli.Command, name string) bool {
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				_, isBool := f.(*cli.BoolFlag)
+				return !isBool
+			}
+		}
+	}
+	return false
 }
 
 func usage(c *cli.Context, names []string) string {

@@ -139,7 +139,13 @@ func TestJobCommands(t *testing.T) {
 	assert.ErrorContains(t, err, "this coordinator keeps no task logs")
 	assert.Equal(t, 1, ExitCode(err))
 	_, err = run(t, e, "u1", "job", "status", "web-00001", "-o", "json")
-	assert.EqualError(t, err, "usage: coordinator job status ID: flags go before the arguments, as in coordinator job status -o json ID")
+	assert.EqualError(t, err, "usage: coordinator job status ID: flags go before the arguments: coordinator job status -o json web-00001")
+	// The README once showed `job logs ID [-f] [--task T]`: the hint is
+	// the line to type, values kept with their flags.
+	_, err = run(t, e, "u1", "job", "logs", "web-00001", "-f", "--task", "web-00001-0-a0")
+	assert.EqualError(t, err, "usage: coordinator job logs ID: flags go before the arguments: coordinator job logs -f --task web-00001-0-a0 web-00001")
+	_, err = run(t, e, "admin", "node", "release", "g1", "--accelerators=0,1")
+	assert.EqualError(t, err, "usage: coordinator node release NAME: flags go before the arguments: coordinator node release --accelerators=0,1 g1")
 	_, err = run(t, e, "u1", "-o", "xml", "job", "list")
 	assert.ErrorContains(t, err, `-o "xml" is not allowed: use table, json or yaml`)
 

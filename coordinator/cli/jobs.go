@@ -53,8 +53,9 @@ func jobCommand() *cli.Command {
 			{Name: "cancel", Usage: "cancel a job", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobCancel},
 			{Name: "logs", Usage: "show a job's output (stdout and stderr of its tasks)", ArgsUsage: "ID", Action: jobLogs,
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep streaming until the task ends (needs one task: --task, or a one-replica job)"},
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep streaming until the task ends (needs one task: --task, or a one-replica job, waited for until it is placed)"},
 					&cli.StringFlag{Name: "task", Usage: "only this task's output"},
+					&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often -f polls a job not placed yet", Hidden: true},
 				}},
 		},
 	}
@@ -373,27 +374,6 @@ func jobCancel(c *cli.Context) error {
 		return err
 	}
 	return show(c, js, func(w io.Writer) { fmt.Fprintf(w, "job %s cancelled\n", js.Job.ID) })
-}
-
-func jobLogs(c *cli.Context) error {
-	a, err := args(c, "ID")
-	if err != nil {
-		return err
-	}
-	cl := newClient(c)
-	ctx := c.Context
-	task := structs.TaskID(c.String("task"))
-	if c.Bool("follow") && task == "" {
-		st, err := cl.Job(ctx, structs.JobID(a[0]))
-		if err != nil {
-			return err
-		}
-		if len(st.Tasks) != 1 {
-			return usagef("job logs -f: job %s has %d tasks: pick one with --task", a[0], len(st.Tasks))
-		}
-		task = st.Tasks[0].ID
-	}
-	return cl.Logs(ctx, structs.JobID(a[0]), task, c.Bool("follow"), c.App.Writer)
 }
 
 func serviceScale(c *cli.Context) error {

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+func jobLogs(c *cli.Context) error {
+	a, err := args(c, "ID")
+	if err != nil {
+		return err
+	}
+	cl := newClient(c)
+	id := structs.JobID(a[0])
+	task := structs.TaskID(c.String("task"))
+	if c.Bool("follow") && task == "" {
+		if task, err = taskToFollow(c, cl, id); err != nil {
+			return err
+		}
+	}
+	return cl.Logs(c.Context, id, task, c.Bool("follow"), c.App.Writer)
+}
+
+// taskToFollow picks the task `job logs -f ID` streams when --task names
+// none: the newest task of a one-replica job (its current attempt's, or
+// its last one once the job has ended). A job not placed yet is waited
+// for, saying so once on stderr: `job submit` followed at once by `job
+// logs -f` is the common case. A job of several replicas needs --task;
+// the error lists its tasks.
+func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.TaskID, error) {
+	said := false
+	for {
+		st, err := cl.Job(c.Context, id)
+		if err != nil {
+			return "", err
+		}
+		j := st.Job
+		var newest *structs.Task
+		var current []string
+		for _, t := range st.Tasks {
+			if t.Executor != "" {
+				continue
+			}
+			if t.Attempt == j.Attempt || j.State.Ended() {
+				if t.Attempt == j.Attempt {
+					current = append(current, string(t.ID))
+				}
+				if newest == nil || t.Attempt > newest.Attempt || (t.Attempt == newest.Attempt && !t.ScheduledAt.Before(newest.ScheduledAt)) {
+					newest = t
+				}
+			}
+		}
+		switch {
+		case j.Replicas > 1 && len(current) > 0:
+			return "", usagef("job logs -f follows one task and job %s has %d replicas: pick one with --task (its tasks now: %s)", id, j.Replicas, strings.Join(current, ", "))
+		case j.Replicas > 1:
+			return "", usagef("job logs -f follows one task and job %s has %d replicas, none placed yet (%s): pick one with --task once coordinator job status %s lists them", id, j.Replicas, j.State, id)
+		case newest != nil:
+			return newest.ID, nil
+		case j.State.Ended():
+			why := ""
+			if j.Reason != "" && !strings.EqualFold(j.Reason, string(j.State)) {
+				why = " (" + j.Reason + ")"
+			}
+			return "", fmt.Errorf("job %s is %s%s and never ran a task: there is no output to follow", id, j.State, why)
+		}
+		if !said {
+			fmt.Fprintf(c.App.ErrWriter, "waiting for job %s to be placed (%s); Ctrl-C stops waiting\n", id, j.State)
+			said = true
+		}
+		t := time.NewTimer(c.Duration("interval"))
+		select {
+		case <-c.Context.Done():
+			t.Stop()
+			return "", fmt.Errorf("wait for job %s to be placed: %w", id, c.Context.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/coordinator/api"
+	"github.com/atom-sched/atom/coordinator/daemon"
+	"github.com/atom-sched/atom/coordinator/server"
+)
+
+// syncBuffer is a bytes.Buffer a running command writes while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// devCLI starts a coordinator dev daemon (tasks run bare, as local
+// processes) and returns a function that runs the CLI against it as its
+// admin, with stdout and stderr apart.
+func devCLI(t *testing.T) func(stdout, stderr io.Writer, args ...string) error {
+	t.Helper()
+	const token = "dev-token-0123456789abcdef"
+	tf, err := api.ParseTokens([]byte("users: [{name: dev, token: " + token + ", admin: true}]\n"))
+	require.NoError(t, err)
+	cluster, err := daemon.DevCluster()
+	require.NoError(t, err)
+	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tf, Cluster: cluster, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg.Server = server.Config{ID: "dev", RaftAddr: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true,
+		HeartbeatTTL: 3 * time.Second, Cycle: 20 * time.Millisecond, StopGrace: 2 * time.Second}
+	d, err := daemon.Start(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return func(stdout, stderr io.Writer, args ...string) error {
+		app := App()
+		app.Writer, app.ErrWriter = stdout, stderr
+		return app.RunContext(context.Background(), append([]string{"coordinator", "--addr", d.URL, "--token", token}, args...))
+	}
+}
+
+// TestLogsFollowWaitsForThePlacement: `job logs -f ID` right after `job
+// submit`, before the job has a task, waits for it (saying so on stderr)
+// and then streams the task's output until it ends; it failed with "job
+// has 0 tasks: pick one with --task" (found by a new user). A job of two
+// replicas asks for --task, naming its tasks once placed; a job that
+// ended before it ran says there is nothing to follow.
+func TestLogsFollowWaitsForThePlacement(t *testing.T) {
+	cli := devCLI(t)
+	var out bytes.Buffer
+	submit := func(spec string) string {
+		t.Helper()
+		out.Reset()
+		var err error
+		require.Eventually(t, func() bool { // the cluster config lands just after start
+			out.Reset()
+			err = cli(&out, io.Discard, "job", "submit", "-f", file(t, spec))
+			return err == nil
+		}, 10*time.Second, 20*time.Millisecond, "%v", err)
+		f := strings.Fields(out.String())
+		require.Len(t, f, 4, out.String())
+		return f[1]
+	}
+
+	// A selector no node matches yet keeps the job pending until cpu-1 is
+	// tagged.
+	id := submit("kind: command\nname: hello\nselector: ready=yes\ncommand: [sh, -c, 'echo one; echo two >&2']\nresources: {cpu: 1}\n")
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- cli(&stdout, &stderr, "job", "logs", "-f", "--interval", "10ms", id) }()
+	require.Eventually(t, func() bool { return stderr.String() != "" }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, "waiting for job "+id+" to be placed (Pending); Ctrl-C stops waiting\n", stderr.String())
+	require.NoError(t, cli(io.Discard, io.Discard, "node", "set", "-f",
+		file(t, `{name: cpu-1, cpu: "64", memory: 256Gi, tags: {ready: "yes"}}`)))
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("job logs -f did not end with its task")
+	}
+	assert.Equal(t, "one\ntwo\n", stdout.String())
+
+	// Two replicas, none placed: --task is needed, and that is said at
+	// once rather than waited for.
+	two := submit("kind: command\nname: pair\nreplicas: 2\nselector: never=yes\ncommand: [echo]\nresources: {cpu: 1}\n")
+	err := cli(io.Discard, io.Discard, "job", "logs", "-f", two)
+	require.Error(t, err)
+	assert.Equal(t, "job logs -f follows one task and job "+two+" has 2 replicas, none placed yet (Pending): pick one with --task once coordinator job status "+two+" lists them", err.Error())
+
+	// Cancelled before it ran: nothing to follow, said at once.
+	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", two))
+	lone := submit("kind: command\nname: lone\nselector: never=yes\ncommand: [echo]\nresources: {cpu: 1}\n")
+	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", lone))
+	err = cli(io.Discard, io.Discard, "job", "logs", "-f", lone)
+	require.Error(t, err)
+	assert.Equal(t, "job "+lone+" is Cancelled and never ran a task: there is no output to follow", err.Error())
+
+	// Placed, two replicas: the error names both tasks.
+	pair := submit("kind: command\nname: pair2\nreplicas: 2\ncommand: [sh, -c, 'exec sleep 60']\nresources: {cpu: 1}\n")
+	var status bytes.Buffer
+	require.Eventually(t, func() bool {
+		status.Reset()
+		return cli(&status, io.Discard, "job", "status", pair) == nil && strings.Count(status.String(), pair+"-") == 2
+	}, 10*time.Second, 10*time.Millisecond)
+	err = cli(io.Discard, io.Discard, "job", "logs", "-f", pair)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "job logs -f follows one task and job "+pair+" has 2 replicas: pick one with --task (its tasks now: "+pair+"-0-")
+	assert.Contains(t, err.Error(), ", "+pair+"-1-")
+	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", pair))
+}
