@@ -32,6 +32,16 @@ type Snapshot struct {
 	// set, a job that mounts the cache (CacheMountPath) goes only to
 	// clusters listed here.
 	Cache map[structs.ClusterID]map[string]bool
+	// Volumes says, for each kubernetes cluster, which of the claims the
+	// pending jobs name (their volumes) it holds: PersistentVolumeClaims
+	// of its namespace, not being deleted. The leader reads them from the
+	// clusters' claim informers. Optional: nil means the leader did not
+	// look (no cluster is a kubernetes one, or no pending job names a
+	// volume); then a claim name is one volume across clusters and does
+	// not restrict where jobs go. When set, the same name in two clusters
+	// is two volumes, and a job naming volumes goes only to a cluster
+	// listed here that holds them all (so never to a local cluster).
+	Volumes map[structs.ClusterID]map[string]bool
 }
 
 // Input is what to decide about.

@@ -88,9 +88,9 @@ func (c *whyCache) put(k whyKey, keyed bool, w *Why) {
 
 // explainKey identifies the placement question of j; keyed is false when
 // the answer depends on j itself (live replicas, reservations, affinity,
-// spread).
+// spread, the clusters its volumes allow).
 func (w *world) explainKey(j *structs.Job) (k whyKey, keyed bool) {
-	if len(w.liveOf[j.ID]) > 0 || len(j.Affinity.WithJobs)+len(j.Affinity.AwayFromJobs) > 0 || j.Affinity.SpreadReplicas || w.hasHolds(j.ID, "") {
+	if w.only != nil || len(w.liveOf[j.ID]) > 0 || len(j.Affinity.WithJobs)+len(j.Affinity.AwayFromJobs) > 0 || j.Affinity.SpreadReplicas || w.hasHolds(j.ID, "") {
 		return k, false
 	}
 	r := j.Resources
@@ -172,6 +172,10 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 		why.Nodes += len(g.nodes)
 		if !w.hasCache(j, g.cluster) {
 			add(rkey{rs: rNoCache}, len(g.nodes))
+			continue
+		}
+		if w.only != nil && !w.only[g.cluster] {
+			add(rkey{rs: rVolume}, len(g.nodes))
 			continue
 		}
 		// Whole groups are rejected at once by pool and node class.
@@ -308,6 +312,8 @@ func (w *world) reasonText(rs reason, c *jobCtx, ni int32) string {
 		return "in other clusters"
 	case rNoCache:
 		return "in clusters without a dataset cache (no redis in their cluster config)"
+	case rVolume:
+		return "in clusters without its volumes, or where another job mounts them"
 	case rNotReady:
 		return "not ready"
 	case rNodeName:

@@ -27,6 +27,7 @@ const (
 	rPool            // node's pool is not one the job may use
 	rCluster         // job pinned to another cluster
 	rNoCache         // the job mounts the dataset cache; the node's cluster has none
+	rVolume          // the node's cluster lacks the job's volumes, or they are in use there
 	rNotReady        // node not ready, draining or quarantined
 	rNodeName        // job pinned to another node
 	rClass           // wrong kind of node: accelerator type, CPU-only vs accelerator, devices

@@ -1,8 +1,10 @@
 package sched
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/atom-sched/atom/pkg/structs"
@@ -11,8 +13,10 @@ import (
 // CheckInvariants checks the promises of DESIGN §10 on a state: no node
 // over capacity, no accelerator in two tasks or given to a task after it
 // was quarantined, quota usage equal to the sum of the charges of the
-// jobs, never below zero, and every gang with 0 or all of its replicas
-// placed. It returns every violation.
+// jobs, never below zero, every gang with 0 or all of its replicas
+// placed, and no persistent volume (a claim in one cluster) mounted
+// read-write by two jobs or read-write by one while others read it. It
+// returns every violation.
 func CheckInvariants(snap *Snapshot) error {
 	var errs []error
 	nodes := map[structs.NodeID]*structs.Node{}
@@ -83,6 +87,7 @@ func CheckInvariants(snap *Snapshot) error {
 			}
 		}
 	}
+	errs = append(errs, volumeInvariant(snap, nodes)...)
 	// Quota: usage equals the recomputed sum of charges, never negative.
 	sum := map[structs.Scope]structs.ResourceList{}
 	for _, j := range snap.Jobs {
@@ -143,4 +148,42 @@ func CheckInvariants(snap *Snapshot) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// volumeInvariant checks that each claim of each cluster has at most one
+// writer, and no reader while it has one, among the jobs whose tasks hold
+// resources (those stopping too: their Pods still mount it).
+func volumeInvariant(snap *Snapshot, nodes map[structs.NodeID]*structs.Node) []error {
+	type key struct {
+		cluster structs.ClusterID
+		claim   string
+	}
+	writers, readers := map[key][]structs.JobID{}, map[key][]structs.JobID{}
+	for _, t := range snap.Tasks {
+		j, n := snap.Jobs[t.Job], nodes[t.Node]
+		if !t.State.HoldsResources() || j == nil || n == nil {
+			continue
+		}
+		for _, v := range j.Volumes {
+			k, m := key{n.Cluster, v.Claim}, readers
+			if !v.ReadOnly {
+				m = writers
+			}
+			if !slices.Contains(m[k], j.ID) {
+				m[k] = append(m[k], j.ID)
+			}
+		}
+	}
+	var errs []error
+	keys := slices.SortedFunc(maps.Keys(writers), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.claim, b.claim))
+	})
+	for _, k := range keys {
+		w := writers[k]
+		others := slices.DeleteFunc(slices.Clone(readers[k]), func(id structs.JobID) bool { return slices.Contains(w, id) })
+		if len(w) > 1 || len(others) > 0 {
+			errs = append(errs, fmt.Errorf("volume %s in cluster %s: mounted read-write by jobs %v and read-only by %v at once", k.claim, k.cluster, w, others))
+		}
+	}
+	return errs
 }

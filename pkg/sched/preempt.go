@@ -23,7 +23,10 @@ type victim struct {
 // added most recently started first until the gang fits, then pruned. If j
 // still cannot fit, nothing is evicted (C16). The freed resources are
 // reserved for j; the victims' tasks keep holding them until they stop.
-func (w *world) preempt(j *structs.Job, pools []int16) []Preemption {
+// forced are victims that go whatever else is needed (the low jobs
+// mounting a volume j waits for): with them gone, the fewest further
+// victims that make j fit are added.
+func (w *world) preempt(j *structs.Job, pools []int16, forced []*victim) []Preemption {
 	si := 0
 	if len(w.liveOf[j.ID]) > 0 {
 		si = j.Shape
@@ -37,19 +40,27 @@ func (w *world) preempt(j *structs.Job, pools []int16) []Preemption {
 	if !j.IsGang() {
 		required = min(len(missing), max(1, j.MinAvailable-len(w.liveOf[j.ID])))
 	}
+	missing = missing[:required]
 	for _, cl := range w.clusterOrder(j, s) {
 		c := w.newCtx(j, s, pools, cl)
-		cands := w.candidates(c)
-		if len(cands) == 0 {
-			continue
+		for _, v := range forced {
+			w.evict(v) // their tasks are off: no candidates
 		}
 		var chosen []*victim
-		if !j.IsGang() && required == 1 {
-			chosen = w.victimsOneNode(c, cands)
-			missing = missing[:1]
-		} else {
-			chosen = w.victimsGang(c, cands, missing[:required])
-			missing = missing[:required]
+		if len(forced) > 0 && w.fitsAll(c, required) {
+			chosen = slices.Clone(forced)
+		} else if cands := w.candidates(c); len(cands) > 0 {
+			if !j.IsGang() && required == 1 {
+				chosen = w.victimsOneNode(c, cands)
+			} else {
+				chosen = w.victimsGang(c, cands, missing)
+			}
+			if chosen != nil {
+				chosen = append(slices.Clone(forced), chosen...)
+			}
+		}
+		for _, v := range forced {
+			w.unevict(v)
 		}
 		if chosen == nil {
 			continue
@@ -77,19 +88,7 @@ func (w *world) candidates(c *jobCtx) []*victim {
 					if wt.off || wt.t.Priority != structs.PriorityLow || wt.job == nil || w.victim[wt.t.Job] || byJob[wt.t.Job] != nil {
 						continue
 					}
-					v := &victim{job: wt.job}
-					for _, tk := range w.liveTasks(wt.t.Job) {
-						t := w.tasks[tk].t
-						v.tasks = append(v.tasks, tk)
-						v.accels += popcount(t.Accels)
-						v.cpu += t.Resources.MilliCPU
-						if t.StartedAt.After(v.started) {
-							v.started = t.StartedAt
-						}
-						if t.ScheduledAt.After(v.started) {
-							v.started = t.ScheduledAt
-						}
-					}
+					v := w.victimOf(wt.job)
 					byJob[wt.t.Job] = v
 					out = append(out, v)
 				}
@@ -110,6 +109,24 @@ func (w *world) candidates(c *jobCtx) []*victim {
 		return cmp.Compare(a.job.ID, b.job.ID)
 	})
 	return out
+}
+
+// victimOf is job j as a victim: every live task of it.
+func (w *world) victimOf(j *structs.Job) *victim {
+	v := &victim{job: j}
+	for _, tk := range w.liveTasks(j.ID) {
+		t := w.tasks[tk].t
+		v.tasks = append(v.tasks, tk)
+		v.accels += popcount(t.Accels)
+		v.cpu += t.Resources.MilliCPU
+		if t.StartedAt.After(v.started) {
+			v.started = t.StartedAt
+		}
+		if t.ScheduledAt.After(v.started) {
+			v.started = t.ScheduledAt
+		}
+	}
+	return v
 }
 
 // liveTasks lists every task of job id that holds resources and is not

@@ -89,8 +89,9 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 	})
 
 	failed := make([]failure, 0, len(jobs)/2)
-	vols := newVolumeUse(w.snap)
+	vols := newVolumeUse(w)
 	for _, j := range jobs {
+		w.only = nil
 		// 3. Timeout, then placement.
 		if j.State == structs.JobPending && !in.Now.Before(pendingSince(j).Add(j.Timeout())) {
 			plan.Timeouts = append(plan.Timeouts, Timeout{Job: j.ID, Reason: structs.ReasonPendingTimeout})
@@ -115,12 +116,23 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			}
 			continue
 		}
-		if msg := vols.wait(j); msg != "" {
-			plan.Pending[j.ID] = &Why{Message: msg}
-			if in.OnDecision != nil {
-				in.OnDecision(j.ID, false)
+		if len(j.Volumes) > 0 {
+			// Only clusters holding its claims, where no job mounts them
+			// in its way; low jobs in the way of a higher one are evicted.
+			vp := w.volumePlaces(j, vols)
+			if vp.wait != "" {
+				if pre := w.preemptForVolumes(j, vp); len(pre) > 0 {
+					plan.Preemptions = append(plan.Preemptions, pre...)
+					failed = append(failed, failure{j: j, preempting: pre, timeout: -1})
+				} else {
+					plan.Pending[j.ID] = &Why{Message: vp.wait, NeverFits: vp.never}
+				}
+				if in.OnDecision != nil {
+					in.OnDecision(j.ID, false)
+				}
+				continue
 			}
-			continue
+			w.only = vp.free
 		}
 		pools := w.eligiblePools(j)
 		canPreempt := j.Priority > structs.PriorityLow && w.lowTasks > 0 && !w.hasHolds(j.ID, ReservePreemption)
@@ -131,7 +143,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			// before it spends public quota.
 			own := pools[:1]
 			if pl, f = w.tryJob(j, in.Now, own); pl == nil && f.quota == nil {
-				if pre := w.preempt(j, own); len(pre) > 0 {
+				if pre := w.preempt(j, own, nil); len(pre) > 0 {
 					plan.Preemptions = append(plan.Preemptions, pre...)
 					f.preempting, f.timeout = pre, -1
 					failed = append(failed, f)
@@ -148,7 +160,9 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		if pl != nil {
 			if len(pl.Tasks) > 0 {
 				plan.Placements = append(plan.Placements, *pl)
-				vols.add(j)
+				if len(j.Volumes) > 0 {
+					vols.add(j, w.nodes[w.byName[pl.Tasks[0].Node]].n.Cluster)
+				}
 			}
 			w.dropHolds(j.ID)
 			if in.OnDecision != nil {
@@ -159,7 +173,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		f.timeout = -1
 		// 4. Preemption.
 		if canPreempt && f.quota == nil {
-			if pre := w.preempt(j, pools); len(pre) > 0 {
+			if pre := w.preempt(j, pools, nil); len(pre) > 0 {
 				plan.Preemptions = append(plan.Preemptions, pre...)
 				f.preempting = pre
 			}
@@ -172,16 +186,20 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 				}
 			}
 		}
+		f.only = w.only
 		failed = append(failed, f)
 		if in.OnDecision != nil {
 			in.OnDecision(j.ID, false)
 		}
 	}
+	w.only = nil
 
 	// 6. Explain.
 	wc := &whyCache{byKey: map[whyKey]*Why{}, byText: map[string]*Why{}}
 	for _, f := range failed {
+		w.only = f.only
 		why := w.explain(f, wc)
+		w.only = nil
 		if f.timeout >= 0 {
 			plan.Timeouts[f.timeout].Why = why
 			continue
@@ -245,7 +263,8 @@ type failure struct {
 	shape      int
 	quota      *QuotaShortfall
 	preempting []Preemption
-	timeout    int // index into Plan.Timeouts, or -1
+	timeout    int    // index into Plan.Timeouts, or -1
+	only       []bool // the clusters its volumes allowed (nil: any)
 }
 
 // pendingSince is when the job last became pending (its submit time if the
@@ -297,23 +316,23 @@ func (w *world) eligiblePools(j *structs.Job) []int16 {
 	return []int16{0}
 }
 
-// clusterOrder lists the clusters to try for shape s of j: the pinned one,
-// else all, those whose cache holds all of j's datasets first, then by
-// most free accelerators of the asked type (stable: ties keep cluster
-// order).
+// clusterOrder lists the clusters to try for shape s of j, only those
+// its volumes allow (w.only): the pinned one, else all, those whose cache
+// holds all of j's datasets first, then by most free accelerators of the
+// asked type (stable: ties keep cluster order).
 func (w *world) clusterOrder(j *structs.Job, s structs.Shape) []int16 {
 	if j.Cluster != "" {
 		for i, c := range w.clusters {
-			if c == j.Cluster && w.hasCache(j, int16(i)) {
+			if c == j.Cluster && w.hasCache(j, int16(i)) && (w.only == nil || w.only[i]) {
 				return []int16{int16(i)}
 			}
 		}
 		return nil
 	}
-	if j.CacheMountPath != "" && w.snap.Cache != nil {
+	if (j.CacheMountPath != "" && w.snap.Cache != nil) || w.only != nil {
 		var with []int16
 		for _, c := range w.allCl {
-			if w.hasCache(j, c) {
+			if w.hasCache(j, c) && (w.only == nil || w.only[c]) {
 				with = append(with, c)
 			}
 		}

@@ -39,6 +39,9 @@ type world struct {
 	ctx      jobCtx  // scratch placement context (see newCtx)
 	known    *knownTypes
 	sels     map[string]selector
+	// only, while a job with volumes is decided, marks the clusters it
+	// may use (volumePlaces); nil: any.
+	only []bool
 }
 
 type wnode struct {
