@@ -43,10 +43,12 @@ func executorHooks(srv *server.Server, kc *kube.Config) {
 	}
 }
 
-// takeExecutor records executor Pod req as a task of its job on a node
-// with room. A refusal (the job ended or is not the driver's attempt, it
-// runs its most executors, the Pod asks more than its executor) is
-// returned as is; what may pass later wraps kube.ErrExecutorWait.
+// takeExecutor records executor Pod req as a task of its job, held at
+// what the Pod asks, on a node with room that the job and the Pod's own
+// node selector, node affinity and tolerations allow. A refusal (the job
+// ended or is not the driver's attempt, it runs its most executors, the
+// Pod asks more than its executor) is returned as is; what may pass later
+// (no such node, or none with room) wraps kube.ErrExecutorWait.
 func takeExecutor(ctx context.Context, srv *server.Server, req kube.ExecutorRequest) (structs.TaskID, structs.NodeID, error) {
 	var (
 		j    *structs.Job
@@ -67,12 +69,9 @@ func takeExecutor(ctx context.Context, srv *server.Server, req kube.ExecutorRequ
 	case d == nil || d.Job != j.ID:
 		return "", "", fmt.Errorf("task %s is not job %s's driver", req.Driver, j.ID)
 	}
-	want := j.Spark.ExecutorResources()
-	if r := req.Requests; r.MilliCPU > want.MilliCPU || r.Memory > want.Memory || r.Accels > want.Accels {
-		return "", "", fmt.Errorf("it asks for cpu %dm, memory %d bytes, %d GPUs: more than job %s's executor (%s), which its quota was charged for",
-			r.MilliCPU, r.Memory, r.Accels, j.ID, want)
-	}
-	tp, err := sched.PlaceExecutor(snap, j, d)
+	ask := req.Requests
+	tp, err := sched.PlaceExecutor(snap, j, d, sched.ExecutorPod{Requests: ask,
+		NodeSelector: req.NodeSelector, Affinity: req.Affinity, Tolerations: req.Tolerations})
 	if errors.Is(err, sched.ErrNoRoom) {
 		return "", "", fmt.Errorf("%w: %w", kube.ErrExecutorWait, err)
 	}
@@ -84,7 +83,7 @@ func takeExecutor(ctx context.Context, srv *server.Server, req kube.ExecutorRequ
 		return "", "", fmt.Errorf("%w: make allocation token: %w", kube.ErrExecutorWait, err)
 	}
 	res, err := srv.Apply(ctx, &state.ExecutorAdd{Job: j.ID, Driver: d.ID, Pod: req.Pod, Node: tp.Node, Pool: tp.Pool,
-		Resources: tp.Resources, Accels: tp.Accels, Token: hex.EncodeToString(buf), Now: time.Now()})
+		Requests: &ask, Resources: tp.Resources, Accels: tp.Accels, Token: hex.EncodeToString(buf), Now: time.Now()})
 	switch {
 	case err == nil:
 		id, _ := res.(structs.TaskID)

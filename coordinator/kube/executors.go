@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -41,7 +42,13 @@ type ExecutorRequest struct {
 	Job      structs.JobID
 	Driver   structs.TaskID // the task whose Pod owns the executor's
 	Pod      string
-	Requests structs.Resources // what the Pod's containers ask for
+	Requests structs.Resources // what the Pod asks for (cpu, memory, nvidia.com/gpu)
+	// Where the Pod itself may go, besides its job's constraints: its
+	// spec.nodeSelector, required node affinity (nil: none) and
+	// tolerations.
+	NodeSelector map[string]string
+	Affinity     *corev1.NodeSelector
+	Tolerations  []corev1.Toleration
 }
 
 // executorSelector picks Spark's executor Pods of atom's jobs.
@@ -148,16 +155,21 @@ func (b *Backend) takeExecutor(ctx context.Context, p *corev1.Pod, job structs.J
 		b.refuse(ctx, p, why)
 		return
 	}
-	req := ExecutorRequest{Job: job, Driver: driver, Pod: p.Name, Requests: podRequests(p)}
+	req := ExecutorRequest{Job: job, Driver: driver, Pod: p.Name, Requests: podRequests(p),
+		NodeSelector: p.Spec.NodeSelector, Tolerations: p.Spec.Tolerations}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		req.Affinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
 	id, node, err := b.cfg.Executor(ctx, req)
 	switch {
 	case errors.Is(err, ErrExecutorWait):
-		b.log.Debug("executor pod waits", "pod", p.Name, "job", job, "why", err)
+		b.executorWaits(ctx, p, err.Error())
 		return
 	case err != nil:
 		b.refuse(ctx, p, err.Error())
 		return
 	}
+	b.forgetWait(p)
 	b.noteExecutor(id, p.Name)
 	if err := b.bindExecutor(ctx, id, p.Name, node); err != nil {
 		b.log.Warn("bind executor pod", "pod", p.Name, "task", id, "err", err)
@@ -284,6 +296,9 @@ func (b *Backend) observeExecutor(o any, deleted bool) {
 		if !deleted && p.Spec.NodeName == "" {
 			b.kickExecutors()
 		}
+		if deleted {
+			b.forgetWait(p)
+		}
 		return
 	}
 	b.noteExecutor(id, p.Name)
@@ -294,6 +309,9 @@ func (b *Backend) observeExecutor(o any, deleted bool) {
 		b.mu.Lock()
 		delete(b.execPods, id)
 		b.mu.Unlock()
+	}
+	if deleted || p.Spec.NodeName != "" {
+		b.forgetWait(p)
 	}
 }
 
@@ -318,27 +336,21 @@ func (b *Backend) beatExecutors() {
 	}
 }
 
-// podRequests sums what p's containers ask for (a limit stands for a
-// request it lacks, as Kubernetes defaults it).
+// podRequests is what p asks for, as kube-scheduler counts it
+// (containers, init containers, pod-level resources, overhead): cpu in
+// millicores, memory bytes, nvidia.com/gpu. The API server has already
+// made a limit the request a container lacks.
 func podRequests(p *corev1.Pod) structs.Resources {
+	rl := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 	var r structs.Resources
-	for _, c := range p.Spec.Containers {
-		get := func(name corev1.ResourceName) (q int64, milli int64) {
-			v, ok := c.Resources.Requests[name]
-			if !ok {
-				v, ok = c.Resources.Limits[name]
-			}
-			if !ok {
-				return 0, 0
-			}
-			return v.Value(), v.MilliValue()
-		}
-		_, cpu := get(corev1.ResourceCPU)
-		mem, _ := get(corev1.ResourceMemory)
-		gpu, _ := get(GPUResource)
-		r.MilliCPU += cpu
-		r.Memory += mem
-		r.Accels += gpu
+	if q, ok := rl[corev1.ResourceCPU]; ok {
+		r.MilliCPU = q.MilliValue()
+	}
+	if q, ok := rl[corev1.ResourceMemory]; ok {
+		r.Memory = q.Value()
+	}
+	if q, ok := rl[GPUResource]; ok {
+		r.Accels = q.Value()
 	}
 	return r
 }

@@ -22,7 +22,12 @@ type ExecutorAdd struct {
 	Pod    string         `json:"pod"` // the executor Pod's name
 	Node   structs.NodeID `json:"node"`
 	Pool   structs.PoolID `json:"pool"`
-	// Resources and Accels are what the task holds on Node.
+	// Requests is what the executor Pod asks for (cpu, memory, GPUs), at
+	// most the job's executor; nil (commands before it was recorded):
+	// the job's executor.
+	Requests *structs.Resources `json:"requests,omitempty"`
+	// Resources and Accels are what the task holds on Node: Requests, or
+	// for GPU executors the CPU and memory bound to their GPUs.
 	Resources structs.Resources `json:"resources"`
 	Accels    structs.AccelMask `json:"accels,omitempty"`
 	Token     string            `json:"token"` // the task's allocation token (made by the leader)
@@ -64,10 +69,8 @@ func (c *ExecutorAdd) apply(s *State) (any, error) {
 	if most := j.Spark.MaxExecutors(); live >= most {
 		return nil, invalidf("executor pod %s: job %s already runs %d executors, its most (spark executor instances or dynamicAllocation.maxExecutors)", c.Pod, j.ID, live)
 	}
-	want := j.Spark.ExecutorResources()
-	if c.Resources.Accels != want.Accels || c.Resources.AccelType != want.AccelType ||
-		c.Resources.MilliCPU < want.MilliCPU || c.Resources.Memory < want.Memory || int64(c.Accels.Count()) != want.Accels {
-		return nil, invalidf("executor pod %s: resources %s (%d accelerators held) are not job %s's executor's %s", c.Pod, c.Resources, c.Accels.Count(), j.ID, want)
+	if err := c.checkResources(j); err != nil {
+		return nil, err
 	}
 	if err := s.checkRoom(c.Node, s.Nodes[d.Node], c.Resources, c.Accels); err != nil {
 		return nil, fmt.Errorf("executor pod %s: %w", c.Pod, err)
@@ -85,6 +88,28 @@ func (c *ExecutorAdd) apply(s *State) (any, error) {
 	})
 	s.Tokens[id] = c.Token
 	return id, nil
+}
+
+// checkResources checks that the executor asks for at most job j's
+// executor (which j's charge covers) and holds what it asks: its GPUs of
+// the executor's type, and its CPU and memory (no more, unless bound to
+// its GPUs).
+func (c *ExecutorAdd) checkResources(j *structs.Job) error {
+	want := j.Spark.ExecutorResources()
+	ask := want
+	if c.Requests != nil {
+		ask = *c.Requests
+	}
+	r := c.Resources
+	switch {
+	case ask.MilliCPU < 0 || ask.Memory < 0 || ask.Accels < 0 ||
+		ask.MilliCPU > want.MilliCPU || ask.Memory > want.Memory || ask.Accels > want.Accels:
+		return invalidf("executor pod %s asks for %s: more than job %s's executor (%s), which its quota was charged for", c.Pod, ask, j.ID, want)
+	case r.Accels != ask.Accels || int64(c.Accels.Count()) != ask.Accels || (ask.Accels > 0 && r.AccelType != want.AccelType) ||
+		r.MilliCPU < ask.MilliCPU || r.Memory < ask.Memory || (ask.Accels == 0 && (r.MilliCPU != ask.MilliCPU || r.Memory != ask.Memory)):
+		return invalidf("executor pod %s: resources %s (%d accelerators held) are not what it asks for (%s)", c.Pod, r, c.Accels.Count(), ask)
+	}
+	return nil
 }
 
 // ErrNoRoom: the node chosen for an executor has no room left (or is not

@@ -33,17 +33,24 @@ func (l *logged) driverOf(id structs.JobID) *structs.Task {
 	return nil
 }
 
-// executor places one executor Pod of job id as the leader does.
+// executor places one executor Pod of job id asking for the job's
+// executor as the leader does.
 func (l *logged) executor(id structs.JobID, pod string, now time.Time) (structs.TaskID, error) {
+	l.t.Helper()
+	return l.executorAsking(id, pod, l.s.Jobs[id].Spark.ExecutorResources(), now)
+}
+
+// executorAsking places one executor Pod of job id asking for req.
+func (l *logged) executorAsking(id structs.JobID, pod string, req structs.Resources, now time.Time) (structs.TaskID, error) {
 	l.t.Helper()
 	j, d := l.s.Jobs[id], l.driverOf(id)
 	require.NotNil(l.t, d)
-	tp, err := sched.PlaceExecutor(l.s.Snapshot(), j, d)
+	tp, err := sched.PlaceExecutor(l.s.Snapshot(), j, d, sched.ExecutorPod{Requests: req})
 	if err != nil {
 		return "", err
 	}
 	res, err := l.do(&state.ExecutorAdd{Job: id, Driver: d.ID, Pod: pod, Node: tp.Node, Pool: tp.Pool,
-		Resources: tp.Resources, Accels: tp.Accels, Token: "tok-" + pod, Now: now})
+		Requests: &req, Resources: tp.Resources, Accels: tp.Accels, Token: "tok-" + pod, Now: now})
 	if err != nil {
 		return "", err
 	}
@@ -173,11 +180,48 @@ func TestSparkExecutorRefusals(t *testing.T) {
 	_, err = l.do(&state.ExecutorAdd{Job: "s-1", Driver: d.ID, Pod: "c", Node: "c1", Pool: structs.PublicPool,
 		Resources: structs.Resources{MilliCPU: 1000, Memory: st.Gi}, Token: "t", Now: t0})
 	require.ErrorIs(t, err, state.ErrInvalid)
-	assert.ErrorContains(t, err, "are not job s-1's executor's cpu=4 memory=9Gi")
+	assert.ErrorContains(t, err, "resources cpu=1 memory=1Gi (0 accelerators held) are not what it asks for (cpu=4 memory=9Gi)")
+	big := structs.Resources{MilliCPU: 5000, Memory: 9 * st.Gi}
+	_, err = l.do(&state.ExecutorAdd{Job: "s-1", Driver: d.ID, Pod: "c", Node: "c1", Pool: structs.PublicPool,
+		Requests: &big, Resources: big, Token: "t", Now: t0})
+	require.ErrorIs(t, err, state.ErrInvalid)
+	assert.ErrorContains(t, err, "executor pod c asks for cpu=5 memory=9Gi: more than job s-1's executor (cpu=4 memory=9Gi), which its quota was charged for")
 	p := l.driverOf("p-1")
 	_, err = l.do(&state.ExecutorAdd{Job: "p-1", Driver: p.ID, Pod: "c", Node: "c1", Pool: structs.PublicPool,
 		Resources: structs.Resources{MilliCPU: 1000}, Token: "t", Now: t0})
 	require.ErrorIs(t, err, state.ErrInvalid)
 	assert.ErrorContains(t, err, "job p-1 is of kind command: only spark jobs have executors")
 	assert.Len(t, l.s.TasksOf("s-1"), 3)
+}
+
+// An executor Pod asking less than its job's executor is held at what it
+// asks: more executors fit on a node, the job's charge is unchanged.
+func TestSparkExecutorAsksLess(t *testing.T) {
+	l := newLogged(t, st.CPUNode("c1", 13, 64))
+	l.must(&state.JobSubmit{Job: sparkJob("s-1", st.NewJob("s", "u1").Low()), Now: t0})
+	l.cycle(t0)
+	l.report(t0, structs.TaskRunning, 0, "s-1")
+	// 13 cores, 2 for the driver: two 4-core executors fit, not a third;
+	// two of 1 core and 3 GiB fit beside them.
+	for _, pod := range []string{"a", "b"} {
+		_, err := l.executor("s-1", pod, t0)
+		require.NoError(t, err)
+	}
+	small := structs.Resources{MilliCPU: 1000, Memory: 3 * st.Gi}
+	_, err := l.executor("s-1", "c", t0)
+	require.ErrorIs(t, err, sched.ErrNoRoom)
+	// Held at less than it asks: refused.
+	d := l.driverOf("s-1")
+	_, err = l.do(&state.ExecutorAdd{Job: "s-1", Driver: d.ID, Pod: "x", Node: "c1", Pool: structs.PublicPool,
+		Requests: &small, Resources: structs.Resources{MilliCPU: 1000, Memory: 2 * st.Gi}, Token: "t", Now: t0})
+	require.ErrorIs(t, err, state.ErrInvalid)
+	assert.ErrorContains(t, err, "resources cpu=1 memory=2Gi (0 accelerators held) are not what it asks for (cpu=1 memory=3Gi)")
+	for _, pod := range []string{"c", "d"} {
+		id, err := l.executorAsking("s-1", pod, small, t0)
+		require.NoError(t, err)
+		assert.Equal(t, small, l.s.Tasks[id].Resources)
+	}
+	_, err = l.executorAsking("s-1", "e", small, t0)
+	require.ErrorIs(t, err, state.ErrInvalid, "four executors are its most")
+	assert.ErrorContains(t, err, "already runs 4 executors")
 }
