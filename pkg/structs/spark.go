@@ -164,6 +164,11 @@ var atomSparkConf = []struct{ key, from string }{
 	{"spark.kubernetes.executor.node.selector.", "spark.executor.nodeSelector"},
 }
 
+// SparkExecutorPodTemplateConf names the executor pod template file,
+// which atom sets for a job with tolerations (see plugins/spark), so a
+// spec's sparkConf may set it only for a job without.
+const SparkExecutorPodTemplateConf = "spark.kubernetes.executor.podTemplateFile"
+
 // IsAtomSparkConf reports whether atom sets the Spark property key itself,
 // so that a spec's sparkConf may not.
 func IsAtomSparkConf(key string) bool {

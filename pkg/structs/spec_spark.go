@@ -104,6 +104,10 @@ func (s *JobSpec) spark(j *Job) error {
 			return err
 		}
 	}
+	if _, ok := sp.SparkConf[SparkExecutorPodTemplateConf]; ok && len(s.Tolerations) > 0 {
+		return &FieldError{Field: key("spark.sparkConf", SparkExecutorPodTemplateConf),
+			Msg: "is not allowed with tolerations: atom writes the executor pod template itself, to give executors the job's tolerations"}
+	}
 	j.Spark = sp
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/atom-sched/atom/pkg/plugin"
@@ -25,9 +27,17 @@ func (JobType) Info(context.Context) (plugin.Info, error) {
 	return plugin.Info{Kind: string(structs.KindSpark), APIVersions: []string{"v1"}, Version: Version}, nil
 }
 
+// ExecutorPodTemplatePath is where Prepare writes the executor pod
+// template of the driver in Pod pod: in the temporary directory (TMPDIR).
+func ExecutorPodTemplatePath(pod string) string {
+	return filepath.Join(os.TempDir(), "atom-"+pod+"-executor-pod.yaml")
+}
+
 // Prepare implements plugin.JobType: the spark-submit line for the driver,
 // with the driver's pod IP filled in (atom runs the line itself, so no
-// Kubernetes expands $(ATOM_POD_IP) for it).
+// Kubernetes expands $(ATOM_POD_IP) for it). For a job with tolerations it
+// first writes the executor pod template (ExecutorPodTemplate) to
+// ExecutorPodTemplatePath.
 func (JobType) Prepare(_ context.Context, _ string, t plugin.Task) (plugin.Exec, error) {
 	if t.Replica != 0 {
 		return plugin.Exec{}, fmt.Errorf("a spark job has one replica, its driver; replica %d has nothing to run", t.Replica)
@@ -47,9 +57,22 @@ func (JobType) Prepare(_ context.Context, _ string, t plugin.Task) (plugin.Exec,
 	if ns == "" && t.Env["ATOM_KUBERNETES_API"] == "" {
 		return plugin.Exec{}, fmt.Errorf("spark jobs run on a Kubernetes cluster (spark-submit --master k8s://...): this task's backend gave it no Kubernetes namespace or API server (the local backend has none); submit it to a cluster with backend kubernetes")
 	}
-	argv, err := Command(Input{Job: &j, DriverPod: pod, Namespace: ns, APIServer: t.Env["ATOM_KUBERNETES_API"]})
+	in := Input{Job: &j, DriverPod: pod, Namespace: ns, APIServer: t.Env["ATOM_KUBERNETES_API"]}
+	tmpl, err := ExecutorPodTemplate(&j)
 	if err != nil {
 		return plugin.Exec{}, err
+	}
+	if tmpl != nil {
+		in.ExecutorPodTemplateFile = ExecutorPodTemplatePath(pod)
+	}
+	argv, err := Command(in)
+	if err != nil {
+		return plugin.Exec{}, err
+	}
+	if tmpl != nil {
+		if err := os.WriteFile(in.ExecutorPodTemplateFile, tmpl, 0o644); err != nil {
+			return plugin.Exec{}, fmt.Errorf("write the executor pod template that gives executors the job's tolerations: %w (set TMPDIR to a writable directory)", err)
+		}
 	}
 	ip := t.Env[DefaultDriverHostEnv]
 	if ip == "" {

@@ -9,7 +9,11 @@
 //     Spark makes that pod their owner and they are deleted with it: a
 //     killed, preempted or cancelled driver leaves no executor behind
 //     (scenario C25);
-//   - carry the label atom.io/job=<job ID>.
+//   - carry the label atom.io/job=<job ID>;
+//   - tolerate what the job tolerates (a NoExecute taint would evict them
+//     otherwise): a job with tolerations gets an executor pod template
+//     (ExecutorPodTemplate, spark.kubernetes.executor.podTemplateFile,
+//     Spark 3.0 or later) holding them, which the job type writes.
 //
 // Property names follow "Running Spark on Kubernetes"
 // (https://spark.apache.org/docs/latest/running-on-kubernetes.html,
@@ -62,11 +66,16 @@ type Input struct {
 	Image         string // executors' image; default the job's image
 	SchedulerName string // the coordinator's scheduler name; default DefaultSchedulerName
 	APIServer     string // Kubernetes API server URL; default DefaultAPIServer
+	// ExecutorPodTemplateFile is where the driver finds the executor pod
+	// template (ExecutorPodTemplate) of a job with tolerations; required
+	// for such a job, unused for others.
+	ExecutorPodTemplateFile string
 }
 
 // Command returns the spark-submit argv for in: options, then --conf
 // properties in a fixed order (atom's, executor node selectors by key,
-// the spec's sparkConf by key), then the application and its arguments.
+// the executor pod template of a job with tolerations, the spec's
+// sparkConf by key), then the application and its arguments.
 func Command(in Input) ([]string, error) {
 	in, err := in.withDefaults()
 	if err != nil {
@@ -114,6 +123,9 @@ func Command(in Input) ([]string, error) {
 	}
 	for _, k := range sortedKeys(e.NodeSelector) {
 		conf("spark.kubernetes.executor.node.selector."+k, e.NodeSelector[k])
+	}
+	if len(j.Tolerations) > 0 {
+		conf(ExecutorPodTemplateConf, in.ExecutorPodTemplateFile)
 	}
 	for _, k := range sortedKeys(s.SparkConf) {
 		conf(k, s.SparkConf[k])
@@ -171,6 +183,10 @@ func (in Input) withDefaults() (Input, error) {
 	}
 	if len(validation.IsDNS1123Subdomain(in.SchedulerName)) > 0 {
 		return in, fmt.Errorf("spark: scheduler name %q is not allowed: use a scheduler name such as %s (a DNS-1123 subdomain)", in.SchedulerName, DefaultSchedulerName)
+	}
+	if len(j.Tolerations) > 0 && (in.ExecutorPodTemplateFile == "" || !strings.HasPrefix(in.ExecutorPodTemplateFile, "/") ||
+		strings.ContainsAny(in.ExecutorPodTemplateFile, " \t\n")) {
+		return in, fmt.Errorf("spark: executor pod template file %q is not allowed: job %s has tolerations, which its executors get from that template; give an absolute path", in.ExecutorPodTemplateFile, j.ID)
 	}
 	if in.APIServer == "" {
 		in.APIServer = DefaultAPIServer

@@ -1,6 +1,7 @@
 package spark
 
 import (
+	"errors"
 	"flag"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -19,7 +21,8 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 
 // TestGolden turns each testdata/NAME.yaml job spec into the spark-submit
 // line in NAME.golden, one argument per line, or "error: " and the
-// message for specs that are refused.
+// message for specs that are refused; the executor pod template of a job
+// with tolerations is in NAME.pod-template.golden (none for the others).
 func TestGolden(t *testing.T) {
 	specs, err := filepath.Glob("testdata/*.yaml")
 	require.NoError(t, err)
@@ -40,6 +43,34 @@ func TestGolden(t *testing.T) {
 			assert.Equal(t, string(want), got)
 			assert.Equal(t, strings.HasPrefix(name, "refuse-"), strings.HasPrefix(got, "error: "), "refuse-* specs, and only they, are refused")
 		})
+		t.Run(name+"/pod-template", func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			golden := strings.TrimSuffix(path, ".yaml") + ".pod-template.golden"
+			j, err := submit(data)
+			var tmpl []byte
+			if err == nil {
+				tmpl, err = ExecutorPodTemplate(j)
+				require.NoError(t, err)
+			}
+			if *update {
+				if tmpl == nil {
+					if err := os.Remove(golden); !errors.Is(err, os.ErrNotExist) {
+						require.NoError(t, err)
+					}
+					return
+				}
+				require.NoError(t, os.WriteFile(golden, tmpl, 0o644))
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if tmpl == nil {
+				require.ErrorIs(t, err, os.ErrNotExist, "a job without tolerations has no executor pod template")
+				return
+			}
+			require.NoError(t, err, "run go test ./plugins/spark -update to write it")
+			assert.Equal(t, string(want), string(tmpl))
+		})
 	}
 }
 
@@ -55,7 +86,8 @@ func render(t *testing.T, spec []byte) string {
 	if ns == "" {
 		ns = "atom-jobs"
 	}
-	argv, err := Command(Input{Job: j, DriverPod: string(j.ID) + "-0-a1b2", Namespace: ns})
+	argv, err := Command(Input{Job: j, DriverPod: string(j.ID) + "-0-a1b2", Namespace: ns,
+		ExecutorPodTemplateFile: "/tmp/atom-" + string(j.ID) + "-0-a1b2-executor-pod.yaml"})
 	if err != nil {
 		return "error: " + err.Error() + "\n"
 	}
@@ -115,6 +147,13 @@ func TestCommandRefuses(t *testing.T) {
 			`spark: API server "kubernetes.default.svc" is not allowed: use a URL such as https://kubernetes.default.svc:443`},
 		{"API server with a path", func(in *Input) { in.APIServer = "https://k8s.local/api" },
 			`spark: API server "https://k8s.local/api" is not allowed: use a URL such as https://kubernetes.default.svc:443`},
+		{"tolerations without a pod template file", func(in *Input) {
+			in.Job.Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}
+		}, `spark: executor pod template file "" is not allowed: job clean-x7k2p has tolerations, which its executors get from that template; give an absolute path`},
+		{"a relative pod template file", func(in *Input) {
+			in.Job.Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}
+			in.ExecutorPodTemplateFile = "executor.yaml"
+		}, `spark: executor pod template file "executor.yaml" is not allowed: job clean-x7k2p has tolerations, which its executors get from that template; give an absolute path`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,18 +185,28 @@ func TestCommandInput(t *testing.T) {
 // is one a spec's sparkConf may not, so a user can never override it.
 func TestCommandSetsOnlyWhatSpecsCannot(t *testing.T) {
 	t.Parallel()
-	for _, path := range []string{"testdata/gpu-node-selector.yaml", "testdata/dynamic-allocation.yaml"} {
+	for _, path := range []string{"testdata/gpu-node-selector.yaml", "testdata/dynamic-allocation.yaml", "testdata/tolerations.yaml"} {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
 		j, err := submit(data)
 		require.NoError(t, err)
-		argv, err := Command(Input{Job: j, DriverPod: "p", Namespace: "atom-jobs"})
+		argv, err := Command(Input{Job: j, DriverPod: "p", Namespace: "atom-jobs", ExecutorPodTemplateFile: "/tmp/t.yaml"})
 		require.NoError(t, err)
 		for i, a := range argv {
-			if a == "--conf" {
-				k, _, _ := strings.Cut(argv[i+1], "=")
-				assert.True(t, structs.IsAtomSparkConf(k), "%s: atom sets %s but a spec may too", path, k)
+			if a != "--conf" {
+				continue
 			}
+			k, _, _ := strings.Cut(argv[i+1], "=")
+			if _, spec := j.Spark.SparkConf[k]; spec {
+				continue // the spec's own
+			}
+			if k == ExecutorPodTemplateConf {
+				// Set for a job with tolerations, whose sparkConf may not
+				// (testdata/refuse-pod-template-with-tolerations.yaml).
+				assert.NotEmpty(t, j.Tolerations)
+				continue
+			}
+			assert.True(t, structs.IsAtomSparkConf(k), "%s: atom sets %s but a spec may too", path, k)
 		}
 	}
 }
