@@ -109,6 +109,16 @@ func TestPlaceExecutorPodConstraints(t *testing.T) {
 	n, err = place(sched.ExecutorPod{Requests: full, Tolerations: spot, Affinity: aff})
 	require.NoError(t, err)
 	assert.Equal(t, structs.NodeID("c3"), n)
+	// Gt on a label's number; matchFields on the node's name.
+	c2.Tags["rank"], c3.Tags["rank"] = "3", "9"
+	n, err = place(sched.ExecutorPod{Requests: full, Tolerations: spot, Affinity: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+		{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "rank", Operator: corev1.NodeSelectorOpGt, Values: []string{"5"}}}}}}})
+	require.NoError(t, err)
+	assert.Equal(t, structs.NodeID("c3"), n)
+	n, err = place(sched.ExecutorPod{Requests: full, Tolerations: spot, Affinity: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+		{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"c2"}}}}}}})
+	require.NoError(t, err)
+	assert.Equal(t, structs.NodeID("c2"), n)
 
 	// The job's constraints still hold: its selector leaves c2 out.
 	j.Selector = "disk!=ssd"
