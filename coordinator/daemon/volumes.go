@@ -12,6 +12,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -125,3 +126,16 @@ func (v *volumes) DeleteVolume(ctx context.Context, cluster structs.ClusterID, n
 	}
 	return nil
 }
+
+// Claims says, per kubernetes cluster, which of names are claims of its
+// namespace (server.ClaimFinder): a job's volumes pin it to a cluster
+// holding them all, and local clusters hold none.
+func (r *router) Claims(names []string) map[structs.ClusterID]map[string]bool {
+	out := make(map[structs.ClusterID]map[string]bool, len(r.kube))
+	for c, b := range r.kube {
+		out[c] = b.Claims(names)
+	}
+	return out
+}
+
+var _ server.ClaimFinder = (*router)(nil)

@@ -176,6 +176,7 @@ type Backend struct {
 	execPods map[structs.TaskID]string            // executor tasks' Pod names
 	execWhy  map[types.UID]string                 // why each waiting executor Pod waits, as last told (executors_wait.go)
 
+	claims   cache.SharedIndexInformer // the namespace's PersistentVolumeClaims (see claims.go)
 	execs    cache.SharedIndexInformer // Spark's executor Pods (see executors.go)
 	execKick chan struct{}
 }
@@ -235,11 +236,12 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	if err := b.startExecutors(); err != nil {
 		return nil, err
 	}
+	b.startClaims()
 	f.Start(b.stopCh)
 	nf.Start(b.stopCh)
-	if !cache.WaitForCacheSync(ctx.Done(), b.pods.HasSynced, b.nodes.HasSynced, b.execs.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), b.pods.HasSynced, b.nodes.HasSynced, b.execs.HasSynced, b.claims.HasSynced) {
 		close(b.stopCh)
-		return nil, fmt.Errorf("kube backend %s: pod and node informers did not sync: %w", cfg.Cluster, ctx.Err())
+		return nil, fmt.Errorf("kube backend %s: pod, node and claim informers did not sync: %w", cfg.Cluster, ctx.Err())
 	}
 	if cfg.Beat > 0 {
 		b.wg.Add(1)

@@ -246,6 +246,7 @@ func (s *Server) scheduleOnce(ctx context.Context, ls *leaderState) error {
 	}
 
 	snap.Cache = ls.caches.presence(ctx, view, pending)
+	snap.Volumes = s.claimsFor(pending)
 
 	// 2. Decide.
 	now := s.now()
