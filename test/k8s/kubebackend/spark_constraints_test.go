@@ -176,6 +176,13 @@ func TestSparkExecutorPodConstraints(t *testing.T) {
 	_, err = c.Admin.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "cpu-2", boundTo(t, c, "geo-exec-untolerated"))
+	p, err = c.Admin.CoreV1().Pods(ns).Get(ctx, "geo-exec-untolerated", metav1.GetOptions{})
+	require.NoError(t, err)
+	for _, cd := range p.Status.Conditions {
+		if cd.Type == corev1.PodScheduled {
+			assert.Equal(t, corev1.ConditionTrue, cd.Status, "bound: PodScheduled is True again")
+		}
+	}
 	_, tasks = co.waitJob(t, id, "has 3 executors", func(_ *structs.Job, ts []*structs.Task) bool { return len(executorTasks(ts)) == 3 })
 	for _, x := range executorTasks(tasks) {
 		if x.Executor == "geo-exec-untolerated" {
