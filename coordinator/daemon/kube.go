@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -145,20 +146,14 @@ func kubeClient(c *structs.Cluster, ks kubeSettings) (kubernetes.Interface, erro
 }
 
 // startKube starts a backend for every kubernetes cluster of cc and
-// returns the router over them and lb, with a function that follows their
-// Nodes into the state (to call once the clusters exist in it) and one
-// that closes them all. Without kubernetes clusters it returns lb.
+// returns the router over them and lb, with a function that has the
+// leader follow their Nodes into the state (to call once the clusters
+// exist in it; from then on in every term of leadership) and one that
+// closes the backends. Without kubernetes clusters it returns lb.
 func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Server, lb *LocalBackend, apply kube.ApplyFunc,
 	coordinators string, every time.Duration, cfg Config, log *slog.Logger) (server.Backend, func(), func(), error) {
 	r := &router{srv: srv, local: lb, kube: map[structs.ClusterID]*kube.Backend{}}
-	var mu sync.Mutex
-	var syncs []*kube.NodeSync
 	closeAll := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, s := range syncs {
-			s.Close()
-		}
 		for _, b := range r.kube {
 			b.Close()
 		}
@@ -213,18 +208,31 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 		return lb, func() {}, closeAll, nil
 	}
 	follow := func() {
-		for name, client := range clients {
-			s, err := kube.NewNodeSync(ctx, client, name, "", 5*time.Minute, apply, log)
-			if err != nil {
-				log.Error("kubernetes nodes not followed", "cluster", name, "err", err)
-				continue
-			}
-			mu.Lock()
-			syncs = append(syncs, s)
-			mu.Unlock()
-		}
+		srv.AddLeaderWork(func(ctx context.Context) { followNodes(ctx, clients, apply, log) })
 	}
 	return r, follow, closeAll, nil
+}
+
+// followNodes follows the clusters' Nodes into the state until ctx ends:
+// leader work (Server.AddLeaderWork), so only the leader watches Nodes
+// and commits their changes, each term from the Nodes as they are then.
+func followNodes(ctx context.Context, clients map[structs.ClusterID]kubernetes.Interface, apply kube.ApplyFunc, log *slog.Logger) {
+	var syncs []*kube.NodeSync
+	for _, name := range slices.Sorted(maps.Keys(clients)) {
+		s, err := kube.NewNodeSync(ctx, clients[name], name, "", 5*time.Minute, apply, log)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Error("kubernetes nodes not followed", "cluster", name, "err", err)
+			}
+			continue
+		}
+		log.Info("following kubernetes nodes", "cluster", name)
+		syncs = append(syncs, s)
+	}
+	<-ctx.Done()
+	for _, s := range syncs {
+		s.Close()
+	}
 }
 
 // retryApply applies a command through whoever leads, retrying what may

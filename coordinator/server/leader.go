@@ -21,7 +21,8 @@ import (
 // Leadership, as in Nomad's leader.go:
 //
 //	LeaderCh true ──▶ leaderLoop: Barrier (retry) ──▶ start leader work:
-//	                      scheduleLoop, liveness (reaper + flusher), retentionLoop
+//	                      scheduleLoop, liveness (reaper + flusher), retentionLoop,
+//	                      what AddLeaderWork registered (the Kubernetes Node sync)
 //	LeaderCh false ──▶ cancel the work's context, wait for it to stop
 //
 // The Barrier makes the FSM apply every entry of earlier terms before the
@@ -162,6 +163,7 @@ func (s *Server) leaderLoop(ctx context.Context) {
 	run(live.flush)
 	run(s.retentionLoop)
 	run(func(ctx context.Context) { s.scheduleLoop(ctx, inherited) })
+	s.extra.begin(ctx, &wg)
 	wg.Wait()
 	live.fail(ErrOutcomeUnknown)
 	s.log.Info("leader work stopped")

@@ -189,6 +189,7 @@ type Server struct {
 	warming map[warmKey]*warmRun   // cache warm-ups this term runs; leader only
 
 	copies copyFlights // the warm-ups' dataset copies running now
+	extra  extraWork   // leader work from outside (AddLeaderWork)
 }
 
 // New opens (or creates) the server's Raft state in cfg.DataDir and starts

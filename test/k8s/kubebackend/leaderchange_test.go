@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/client"
@@ -127,6 +128,7 @@ func (discard) Heartbeat(structs.TaskID, string, state.TaskEvent) error { return
 // before the new leader started is lost by the NotReady grace counted
 // from the node's Ready lastTransitionTime, not from when the new leader
 // saw it, and still only once the new leader has led for a heartbeat TTL.
+// Only the leader follows Nodes into the state.
 func TestLeaderChange(t *testing.T) {
 	c := k8stest.Start(t, k8stest.Options{})
 	prepare(t, c)
@@ -242,6 +244,36 @@ func TestLeaderChange(t *testing.T) {
 			assert.Len(t, created, 3, "pod %s bound before the gang's three Pods existed", p.Name)
 		}
 	}
+
+	// Only the leader follows Nodes: s1 did, then the new leader; a
+	// label put on a Node now reaches the state.
+	var leader, follower string
+	require.Eventually(t, func() bool {
+		leader, follower = "", ""
+		for id, d := range tr.ds {
+			if d.Server.IsLeader() {
+				leader = id
+			} else {
+				follower = id
+			}
+		}
+		return leader != "" && follower != ""
+	}, 10*time.Second, 20*time.Millisecond)
+	_, err = c.Admin.CoreV1().Nodes().Patch(ctx, "gpu-1", types.MergePatchType, []byte(`{"metadata":{"labels":{"rack":"r9"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		rack := ""
+		s2.d.Server.Read(func(s *state.State) {
+			if n := s.Nodes["gpu-1"]; n != nil {
+				rack = n.Tags["rack"]
+			}
+		})
+		return rack == "r9"
+	}, 20*time.Second, 20*time.Millisecond, "the new leader follows the Node's labels")
+	logs := tr.logs.String()
+	assert.Contains(t, logs, `msg="following kubernetes nodes" server=s1 cluster=k8s`)
+	assert.Contains(t, logs, `msg="following kubernetes nodes" server=`+leader+" cluster=k8s")
+	assert.NotContains(t, logs, `msg="following kubernetes nodes" server=`+follower, "a follower does not watch Nodes")
 
 	// The replica on the NotReady node: lost once the new leader has led
 	// for a TTL, its grace long past by the node's transition time.
