@@ -11,7 +11,9 @@
 // Its allocation comes from the environment the backend sets: ATOM_COORDINATOR,
 // ATOM_TASK_ID, ATOM_TOKEN, ATOM_JOB_ID, ATOM_REPLICA, ATOM_REPLICAS,
 // ATOM_ACCEL_TYPE and ATOM_ACCELERATORS, and ATOM_TLS_CA (the CA of a
-// coordinator that serves HTTPS). Without ATOM_COORDINATOR it runs the
+// coordinator that serves HTTPS); on Kubernetes they come packed in one
+// variable, ATOM_TASK_ENV, which atom expands first. Without
+// ATOM_COORDINATOR it runs the
 // command standalone, so images work outside atom.
 package main
 
@@ -31,6 +33,10 @@ const (
 )
 
 func main() {
+	if err := expandTaskEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, "atom:", err)
+		os.Exit(exitUsage)
+	}
 	if err := app().Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "atom:", err)
 		os.Exit(exitUsage)

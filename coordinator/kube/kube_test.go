@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -59,4 +60,41 @@ func TestPodWithoutImage(t *testing.T) {
 	_, err := b.Pod(&structs.Task{ID: "t", Node: "n"}, &structs.Job{ID: "j"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no image")
+}
+
+// TestPodEnvPacked: a task Pod carries the job's variables, atom's packed
+// in ATOM_TASK_ENV and the Pod's IP, a small object for the API server;
+// a job spec near the limit of one variable goes on its own variables, so
+// the container can still start.
+func TestPodEnvPacked(t *testing.T) {
+	b := &kube.Backend{}
+	task := &structs.Task{ID: "j-0-ab12", Node: "gpu-1", Attempt: 1}
+	job := &structs.Job{ID: "j", Kind: structs.KindCommand, Image: "img", Command: []string{"sleep", "1"},
+		Env: map[string]string{"B": "2", "A": "1"}}
+	p, err := b.Pod(task, job)
+	require.NoError(t, err)
+	var names []string
+	env := p.Spec.Containers[0].Env
+	for _, e := range env {
+		names = append(names, e.Name)
+	}
+	require.Equal(t, []string{"A", "B", structs.TaskEnvVar, "ATOM_POD_IP"}, names)
+	packed, err := structs.DecodeTaskEnv(env[2].Value)
+	require.NoError(t, err)
+	assert.Equal(t, "j-0-ab12", packed["ATOM_TASK_ID"])
+	assert.Equal(t, p.Name, packed["ATOM_POD_NAME"])
+	assert.Contains(t, packed["ATOM_JOB_SPEC"], `"command":["sleep","1"]`)
+
+	job.Command = []string{"echo", strings.Repeat(`"`, 40<<10)} // 80 KiB as ATOM_JOB_SPEC, 160 packed
+	require.NoError(t, taskenv.Check(job), "a job the API accepts")
+	p, err = b.Pod(task, job)
+	require.NoError(t, err)
+	names = nil
+	for _, e := range p.Spec.Containers[0].Env {
+		names = append(names, e.Name)
+		assert.LessOrEqual(t, len(e.Name)+1+len(e.Value), 120<<10, e.Name)
+	}
+	assert.NotContains(t, names, structs.TaskEnvVar)
+	assert.Contains(t, names, "ATOM_JOB_SPEC")
+	assert.Contains(t, names, "ATOM_TASK_ID")
 }

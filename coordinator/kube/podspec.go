@@ -24,7 +24,8 @@ import (
 // priority class,
 // requests = limits of t's allocation (whole GPUs as nvidia.com/gpu), the
 // job's image running `/app/atom run [--grace G] [-- CMD ARGS...]`, the
-// job's env and atom's, the service account's token bound to the Pod
+// job's env and atom's (packed in one variable, structs.TaskEnvVar), the
+// service account's token bound to the Pod
 // (audience atom) at TokenPath for atom to exchange, never restarted by
 // the kubelet (atom and the coordinator decide).
 func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
@@ -44,6 +45,10 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 	}
 	if cmd := append(slices.Clone(j.Command), j.Args...); len(cmd) > 0 {
 		args = append(append(args, "--"), cmd...)
+	}
+	env, err := b.env(t, j)
+	if err != nil {
+		return nil, err
 	}
 	labels, annotations := b.meta(t, j)
 	res := corev1.ResourceList{}
@@ -82,7 +87,7 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 				Image:     image,
 				Command:   []string{"/app/atom"},
 				Args:      args,
-				Env:       b.env(t, j),
+				Env:       env,
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
 				Ports:     []corev1.ContainerPort{{Name: "launch", ContainerPort: LaunchPort, Protocol: corev1.ProtocolTCP}},
 			}},
@@ -102,16 +107,15 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 	return p, nil
 }
 
-// env is the container's environment: the job's, then atom's (TaskEnv
-// without the token; ATOM_TOKEN_FILE instead), the Pod's own IP, name
-// and namespace through the downward API, and the launch server's address.
-func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
+// env is the container's environment: the job's own variables, then
+// atom's (TaskEnv without the token, ATOM_TOKEN_FILE instead, the Pod's
+// name and namespace, the launch server's address) in the one variable
+// structs.TaskEnvVar, which atom expands (one by one when packed they
+// would pass the limit of one variable: a job spec near it), and the
+// Pod's IP through the downward API. It fails only if a value cannot
+// travel (a NUL).
+func (b *Backend) env(t *structs.Task, j *structs.Job) ([]corev1.EnvVar, error) {
 	vals := map[string]string{}
-	for k, v := range j.Env {
-		if !strings.HasPrefix(k, "ATOM_") {
-			vals[k] = v
-		}
-	}
 	maps.Copy(vals, taskenv.Env(t, j, b.cfg.Coordinator, ""))
 	maps.Copy(vals, taskenv.TLS(b.cfg.CoordinatorCA))
 	maps.Copy(vals, taskenv.CacheEnv(j, b.cfg.Redis))
@@ -127,19 +131,29 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) []corev1.EnvVar {
 		vals["ATOM_JOB_SPEC"] = string(spec)
 	}
 	vals["ATOM_LAUNCH_LISTEN"] = "0.0.0.0:" + strconv.Itoa(LaunchPort)
-	env := make([]corev1.EnvVar, 0, len(vals)+5)
-	for _, k := range slices.Sorted(maps.Keys(vals)) {
-		env = append(env, corev1.EnvVar{Name: k, Value: vals[k]})
+	vals["ATOM_POD_NAME"] = PodName(t.ID)
+	vals["ATOM_NAMESPACE"] = b.cfg.Namespace
+	env := make([]corev1.EnvVar, 0, len(j.Env)+len(vals)+1)
+	for _, k := range slices.Sorted(maps.Keys(j.Env)) {
+		if _, atoms := vals[k]; !atoms && !strings.HasPrefix(k, "ATOM_") {
+			env = append(env, corev1.EnvVar{Name: k, Value: j.Env[k]})
+		}
 	}
-	field := func(name, path string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	packed, err := structs.EncodeTaskEnv(vals)
+	if err != nil {
+		return nil, fmt.Errorf("task %s's environment: %w", t.ID, err)
+	}
+	if len(structs.TaskEnvVar)+1+len(packed) <= taskenv.MaxVar {
+		env = append(env, corev1.EnvVar{Name: structs.TaskEnvVar, Value: packed})
+	} else { // a job spec near the limit: each variable on its own, as exec allows
+		for _, k := range slices.Sorted(maps.Keys(vals)) {
+			env = append(env, corev1.EnvVar{Name: k, Value: vals[k]})
+		}
 	}
 	return append(env,
-		field("ATOM_POD_IP", "status.podIP"),
-		field("ATOM_LAUNCH_ADVERTISE", "status.podIP"),
-		field("ATOM_POD_NAME", "metadata.name"),
-		field("ATOM_NAMESPACE", "metadata.namespace"),
-	)
+		// atom's launch server advertises it (--launch-advertise's default).
+		corev1.EnvVar{Name: "ATOM_POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+	), nil
 }
 
 // fuseAccess lets atom mount the dataset cache in Pod p: the node's

@@ -83,10 +83,20 @@ func (r *recorder) token(id structs.TaskID) string {
 	return r.tokens[id]
 }
 
-func env(c corev1.Container) map[string]corev1.EnvVar {
+// env is container c's environment by name, with the variables packed in
+// structs.TaskEnvVar as atom expands them (and the packed one kept).
+func env(t *testing.T, c corev1.Container) map[string]corev1.EnvVar {
+	t.Helper()
 	m := map[string]corev1.EnvVar{}
 	for _, e := range c.Env {
 		m[e.Name] = e
+		if e.Name == structs.TaskEnvVar {
+			packed, err := structs.DecodeTaskEnv(e.Value)
+			require.NoError(t, err)
+			for k, v := range packed {
+				m[k] = corev1.EnvVar{Name: k, Value: v}
+			}
+		}
 	}
 	return m
 }
@@ -192,25 +202,29 @@ func TestBackend(t *testing.T) {
 			assert.Len(t, ct.Resources.Requests, 3)
 			assert.Len(t, ct.Resources.Limits, 3)
 
-			e := env(ct)
+			e := env(t, ct)
 			for k, v := range map[string]string{
 				"ATOM_COORDINATOR": "http://coord-0:8080,http://coord-1:8080", "ATOM_JOB_ID": "j-Gang1", "ATOM_JOB_KIND": "mpi",
 				"ATOM_TASK_ID": string(task.ID), "ATOM_REPLICA": []string{"0", "1"}[i], "ATOM_REPLICAS": "2", "ATOM_ATTEMPT": "1",
 				"ATOM_NODE": string(task.Node), "ATOM_ACCEL_TYPE": "A100", "ATOM_ACCELERATORS": "0,1,2,3,4,5,6,7",
 				"ATOM_CPU_MILLI": "64000", "ATOM_MEMORY_BYTES": "549755813888", "ATOM_HEARTBEAT": "5s",
 				"ATOM_LAUNCH_LISTEN": "0.0.0.0:7077", "WANDB_MODE": "offline", "ATOM_TLS_CA": testCA,
+				"ATOM_POD_NAME": p.Name, "ATOM_NAMESPACE": p.Namespace,
 			} {
 				assert.Equal(t, v, e[k].Value, k)
 			}
 			var spec structs.Job
 			require.NoError(t, json.Unmarshal([]byte(e["ATOM_JOB_SPEC"].Value), &spec))
 			assert.Equal(t, job.Command, spec.Command)
-			for k, path := range map[string]string{"ATOM_POD_IP": "status.podIP", "ATOM_LAUNCH_ADVERTISE": "status.podIP",
-				"ATOM_POD_NAME": "metadata.name", "ATOM_NAMESPACE": "metadata.namespace"} {
-				require.NotNil(t, e[k].ValueFrom, k)
-				require.NotNil(t, e[k].ValueFrom.FieldRef, k)
-				assert.Equal(t, path, e[k].ValueFrom.FieldRef.FieldPath, k)
+			require.NotNil(t, e["ATOM_POD_IP"].ValueFrom)
+			require.NotNil(t, e["ATOM_POD_IP"].ValueFrom.FieldRef)
+			assert.Equal(t, "status.podIP", e["ATOM_POD_IP"].ValueFrom.FieldRef.FieldPath)
+			// A small Pod: the job's variable, atom's packed in one, the IP.
+			var names []string
+			for _, v := range ct.Env {
+				names = append(names, v.Name)
 			}
+			assert.Equal(t, []string{"WANDB_MODE", structs.TaskEnvVar, "ATOM_POD_IP"}, names)
 			// The token: never in the Pod, nor in any Secret; atom exchanges
 			// the projected service-account token bound to the Pod.
 			assert.NotContains(t, e, "ATOM_TOKEN")
@@ -277,7 +291,7 @@ func TestBackend(t *testing.T) {
 			State: structs.TaskScheduled, Resources: cj.Resources}
 		require.NoError(t, cb.Start(ct, cj, "secret-token-c-abcdef"))
 		p := c.WaitPodPhase(t, ns, kube.PodName(ct.ID), corev1.PodRunning)
-		e := env(p.Spec.Containers[0])
+		e := env(t, p.Spec.Containers[0])
 		assert.Equal(t, "redis.atom-system:6379", e["ATOM_CACHE_REDIS"].Value)
 		assert.Equal(t, "redis.atom-system", e["REDIS_HOST"].Value)
 		assert.Equal(t, "6379", e["REDIS_PORT"].Value)
@@ -302,7 +316,7 @@ func TestBackend(t *testing.T) {
 		pt.ID, pt.Job = structs.MakeTaskID(plain.ID, 0, 0), plain.ID
 		require.NoError(t, cb.Start(&pt, &plain, "secret-token-p-abcdef"))
 		pp := c.WaitPodPhase(t, ns, kube.PodName(pt.ID), corev1.PodRunning)
-		assert.NotContains(t, env(pp.Spec.Containers[0]), "ATOM_CACHE_REDIS")
+		assert.NotContains(t, env(t, pp.Spec.Containers[0]), "ATOM_CACHE_REDIS")
 		assert.Nil(t, pp.Spec.Containers[0].SecurityContext)
 		for _, id := range []structs.TaskID{ct.ID, pt.ID} {
 			require.NoError(t, cb.Stop(id, time.Second))

@@ -69,7 +69,7 @@ func TestGangs(t *testing.T) {
 				assert.True(t, v.Equal(ct.Resources.Requests[k]), "request %s: %v", k, ct.Resources.Requests)
 				assert.True(t, v.Equal(ct.Resources.Limits[k]), "limit %s", k)
 			}
-			e := env(ct)
+			e := env(t, ct)
 			for k, v := range map[string]string{"ATOM_JOB_KIND": "mpi", "ATOM_JOB_ID": string(id), "ATOM_TASK_ID": string(task.ID),
 				"ATOM_REPLICA": fmt.Sprint(task.Index), "ATOM_REPLICAS": "4", "ATOM_NODE": string(task.Node),
 				"ATOM_ACCEL_TYPE": "A100", "ATOM_ACCELERATORS": "0,1,2,3,4,5,6,7", "NCCL_DEBUG": "INFO"} {
