@@ -29,10 +29,11 @@ func TestLifecycle(t *testing.T) {
 		k8stest.NodeSpec{Name: "gpu-2", GPUs: 8, GPUModel: "A100"},
 		k8stest.NodeSpec{Name: "gpu-3", GPUs: 8, GPUModel: "A100"},
 	)
-	// A TTL far above the NotReady grace: the backend heartbeats for
-	// every Running Pod anyway, so what ends a task on a dead node is the
-	// grace alone.
-	co := startCoordinator(t, time.Minute, 2*time.Second, map[string]*k8stest.Cluster{"k8s": c})
+	// The backend heartbeats for every Running Pod (kwok's stay Running
+	// on a dead node), so what ends a task on a dead node is the NotReady
+	// grace, as the log says, not the heartbeat TTL. The TTL is short: no
+	// task is lost for its node before the leader has led for one (C20).
+	co := startCoordinator(t, 5*time.Second, 2*time.Second, map[string]*k8stest.Cluster{"k8s": c})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
