@@ -63,12 +63,18 @@ deps-mpi:
 # fails); kube-apiserver and kube-scheduler from k8s.io/kubernetes v1.37.2 and
 # kwok v0.8.0, built from the tools module test/k8s/tools into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/atom/k8s-v1.37.2 (or $ATOM_K8S_TOOLS) once:
-# 12-20 minutes on 2 cores the first time, nothing after.
+# 12-20 minutes on 2 cores the first time, nothing after. openssl for
+# deploy/tls.sh, which test/k8s/deploy runs.
 deps-etcd:
 	@if ! command -v etcd >/dev/null 2>&1; then \
 		echo "installing etcd: apt-get install -y etcd-server"; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server || \
 		{ $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; }; \
+	fi
+	@if ! command -v openssl >/dev/null 2>&1; then \
+		echo "installing openssl: apt-get install -y openssl"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openssl || \
+		{ $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y openssl; }; \
 	fi
 
 k8s-tools:

@@ -38,7 +38,7 @@ func manifests(t *testing.T) []string {
 	t.Helper()
 	var files []string
 	err := filepath.WalkDir(deployDir(t), func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == "README.md" {
+		if err != nil || d.IsDir() || filepath.Ext(d.Name()) != ".yaml" {
 			return err
 		}
 		files = append(files, path)
@@ -134,14 +134,27 @@ func checkCoordinator(ctx context.Context, t *testing.T, c *k8stest.Cluster) {
 	script := strings.Join(ctr.Args, " ")
 	for _, flag := range []string{"server", "--id \"$POD_NAME\"", "--bootstrap", "--join", "--peer", "--raft-advertise \"$self:7000\"",
 		"--data-dir /var/lib/atom", "--tokens /etc/atom/tokens/tokens.yaml", "--cluster-config /etc/atom/cluster/cluster.yaml",
-		"atom-coordinator-$i.$peers:7070", "peers=atom-coordinator-peers.atom.svc.cluster.local"} {
+		"atom-coordinator-$i.$peers:7070", "peers=atom-coordinator-peers.atom.svc.cluster.local",
+		"--tls-cert /etc/atom/tls/tls.crt", "--tls-key /etc/atom/tls/tls.key", "--tls-ca /etc/atom/tls/ca.crt",
+		`--advertise "https://$self:7070"`, "--join https://", "=https://atom-coordinator-$i"} {
 		assert.Contains(t, script, flag)
 	}
+	assert.NotContains(t, script, "http://", "TLS everywhere")
+	assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: "/etc/atom/tls", ReadOnly: true})
+	var tlsSecret string
+	for _, v := range pod.Volumes {
+		if v.Name == "tls" && v.Secret != nil {
+			tlsSecret = v.Secret.SecretName
+		}
+	}
+	assert.Equal(t, "atom-coordinator-tls", tlsSecret, "deploy/tls.sh's Secret")
 	require.NotNil(t, ctr.ReadinessProbe)
 	require.NotNil(t, ctr.LivenessProbe)
 	assert.Equal(t, "/readyz", ctr.ReadinessProbe.HTTPGet.Path)
 	assert.Equal(t, "/healthz", ctr.LivenessProbe.HTTPGet.Path)
 	assert.Equal(t, "http", ctr.ReadinessProbe.HTTPGet.Port.String())
+	assert.Equal(t, corev1.URISchemeHTTPS, ctr.ReadinessProbe.HTTPGet.Scheme)
+	assert.Equal(t, corev1.URISchemeHTTPS, ctr.LivenessProbe.HTTPGet.Scheme)
 	require.Len(t, ss.Spec.VolumeClaimTemplates, 1)
 	claim := ss.Spec.VolumeClaimTemplates[0]
 	assert.Equal(t, "data", claim.Name)
