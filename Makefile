@@ -13,6 +13,8 @@ deps: ## tools the tests need (none beyond Go for the core yet)
 
 build: deps deps-cache
 	$(GO) build $(PKGS)
+	$(GO) build -o bin/coordinator ./coordinator
+	$(GO) build -o bin/atom ./atom
 
 test: deps deps-mpi deps-cache deps-etcd k8s-tools
 	$(GO) vet $(PKGS)
