@@ -11,7 +11,12 @@
 //	                                    evicted outside atom); a finished Pod is deleted once its end is committed
 //	Node informer ──not Ready > grace─▶ its tasks Lost, their Pods deleted (leader)
 //	sweep (leader) ───────────────────▶ Pods of tasks the state does not know, or knows ended, deleted
-//	NodeSync ──Node objects───────────▶ NodeUpsert / NodeRemove commands
+//	NodeSync (leader) ──Node objects──▶ NodeUpsert / NodeRemove commands
+//
+// Start is the same from any server (the Pod's name comes from the task):
+// a new leader starts the tasks an earlier one placed and finds what it
+// did, so a gang left created but unbound is bound, its missing Pods
+// created first.
 //
 // A gang is all or none: its Pods are created unbound and bound only once
 // all of them exist, so a create that fails part way leaves no replica

@@ -90,7 +90,9 @@ type ApplyFunc func(ctx context.Context, c state.Command) error
 // NodeSync follows a cluster's Node objects into the coordinator's state:
 // a new or changed Node is a NodeUpsert of NodeFromK8s, a deleted one a
 // NodeRemove. A command that fails (not the leader, a node that still
-// runs tasks) is tried again at the next change or resync.
+// runs tasks) is tried again at the next change or resync. The
+// coordinator runs one per cluster on the leader only, for a term at a
+// time.
 type NodeSync struct {
 	cluster structs.ClusterID
 	apply   ApplyFunc
