@@ -195,8 +195,8 @@ func Start(cfg Config) (*Daemon, error) {
 	fw.internal(mux)
 	probes(mux, srv)
 	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
-	mux.Handle("/", api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, cfg.Server.ID), Volumes: volumesOf(be),
-		PodTokens: podTokensOf(be)}))
+	mux.Handle("/", &freshReads{f: fw, next: api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, cfg.Server.ID), Volumes: volumesOf(be),
+		PodTokens: podTokensOf(be)})})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cmp.Or(cfg.HTTPReadTimeout, time.Minute), IdleTimeout: cmp.Or(cfg.HTTPIdleTimeout, 2*time.Minute),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)} // TLS handshake failures, among others
