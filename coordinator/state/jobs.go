@@ -180,10 +180,13 @@ func (s *State) quotaShortfall(j *structs.Job, want structs.ResourceList) *sched
 		if v <= j.Charged[k] {
 			continue
 		}
-		used := s.Usage[scope][k] - j.Charged[k]
+		// Said as quota get shows it: in use with this job's charge, asked
+		// what comes on top (it read "in use 0, requested 9" for a service
+		// of 4 scaled to 9).
+		used, more := s.Usage[scope][k], v-j.Charged[k]
 		lim, ok := s.Quotas[scope][k]
-		if !ok || used+v > lim {
-			return &sched.QuotaShortfall{Scope: scope, Key: k, Asked: v, Used: used, Limit: lim}
+		if !ok || used+more > lim {
+			return &sched.QuotaShortfall{Scope: scope, Key: k, Asked: more, Used: used, Limit: lim}
 		}
 	}
 	return nil

@@ -164,6 +164,7 @@ func TestCancelAndScale(t *testing.T) {
 	_, err := l.do(&state.ServiceScale{ID: "s-1", Replicas: 9, Now: t0})
 	var qe *sched.QuotaError
 	require.ErrorAs(t, err, &qe)
+	assert.EqualError(t, err, "quota exceeded for user:u1: gpu/A quota 8, in use 4, requested 5", "in use as quota get shows it, and what the scale adds")
 	assert.Equal(t, int64(4), l.s.Usage["user:u1"]["gpu/A"], "a refused scale changes nothing")
 	l.must(&state.ServiceScale{ID: "s-1", Replicas: 2, Now: t0})
 	assert.Equal(t, int64(2), l.s.Usage["user:u1"]["gpu/A"])
