@@ -66,6 +66,9 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 			fmt.Fprintf(w, "==> %s (replica %d, node %s) <==\n", t.ID, t.Index, t.Node)
 		}
 		rc, err := s.logs(t.ID, follow)
+		if follow && errors.Is(err, fs.ErrNotExist) {
+			rc, err = s.awaitLog(r, t.ID)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintln(w, "(no output kept: the server that ran it is down, or it wrote none)")
 			continue
@@ -118,6 +121,28 @@ func (s *server) follow(w http.ResponseWriter, r *http.Request, rc io.Reader, id
 		select {
 		case <-r.Context().Done():
 			return
+		case <-tick.C:
+		}
+	}
+}
+
+// awaitLog opens task id's output for following once there is one: a
+// task placed but not started yet has written nothing (`job logs -f` right
+// after `job submit` answered "no output kept"). It gives up, with
+// fs.ErrNotExist, when the task ends without any, and when the client
+// leaves.
+func (s *server) awaitLog(r *http.Request, id structs.TaskID) (io.ReadCloser, error) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ended := s.taskEnded(id)
+		rc, err := s.logs(id, true)
+		if !errors.Is(err, fs.ErrNotExist) || ended {
+			return rc, err
+		}
+		select {
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
 		case <-tick.C:
 		}
 	}

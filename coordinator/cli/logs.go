@@ -29,10 +29,10 @@ func jobLogs(c *cli.Context) error {
 
 // taskToFollow picks the task `job logs -f ID` streams when --task names
 // none: the newest task of a one-replica job (its current attempt's, or
-// its last one once the job has ended). A job not placed yet is waited
-// for, saying so once on stderr: `job submit` followed at once by `job
-// logs -f` is the common case. A job of several replicas needs --task;
-// the error lists its tasks.
+// its last one once the job has ended), or of an MPI job's launcher. A
+// job not placed yet is waited for, saying so once on stderr: `job
+// submit` followed at once by `job logs -f` is the common case. Other
+// jobs of several replicas need --task; the error lists their tasks.
 func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.TaskID, error) {
 	said := false
 	for {
@@ -41,10 +41,13 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.
 			return "", err
 		}
 		j := st.Job
+		// An MPI job's output is its launcher's: mpirun passes on every
+		// rank's.
+		launcher := j.Kind == structs.KindMPI
 		var newest *structs.Task
 		var current []string
 		for _, t := range st.Tasks {
-			if t.Executor != "" {
+			if t.Executor != "" || (launcher && t.Index != 0) {
 				continue
 			}
 			if t.Attempt == j.Attempt || j.State.Ended() {
@@ -57,9 +60,9 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.
 			}
 		}
 		switch {
-		case j.Replicas > 1 && len(current) > 0:
+		case j.Replicas > 1 && !launcher && len(current) > 0:
 			return "", usagef("job logs -f follows one task and job %s has %d replicas: pick one with --task (its tasks now: %s)", id, j.Replicas, strings.Join(current, ", "))
-		case j.Replicas > 1:
+		case j.Replicas > 1 && !launcher:
 			return "", usagef("job logs -f follows one task and job %s has %d replicas, none placed yet (%s): pick one with --task once coordinator job status %s lists them", id, j.Replicas, j.State, id)
 		case newest != nil:
 			return newest.ID, nil

@@ -64,8 +64,9 @@ func devCLI(t *testing.T) func(stdout, stderr io.Writer, args ...string) error {
 // submit`, before the job has a task, waits for it (saying so on stderr)
 // and then streams the task's output until it ends; it failed with "job
 // has 0 tasks: pick one with --task" (found by a new user). A job of two
-// replicas asks for --task, naming its tasks once placed; a job that
-// ended before it ran says there is nothing to follow.
+// replicas asks for --task, naming its tasks once placed, unless it is
+// an MPI job (its launcher's is followed); a job that ended before it ran
+// says there is nothing to follow.
 func TestLogsFollowWaitsForThePlacement(t *testing.T) {
 	cli := devCLI(t)
 	var out bytes.Buffer
@@ -128,4 +129,11 @@ func TestLogsFollowWaitsForThePlacement(t *testing.T) {
 	assert.Contains(t, err.Error(), "job logs -f follows one task and job "+pair+" has 2 replicas: pick one with --task (its tasks now: "+pair+"-0-")
 	assert.Contains(t, err.Error(), ", "+pair+"-1-")
 	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", pair))
+
+	// An MPI job: its launcher, replica 0, carries every rank's output.
+	// (Run bare here: each replica runs the command.)
+	mpi := submit("kind: mpi\nname: ranks\nreplicas: 2\ncommand: [sh, -c, 'echo replica $ATOM_REPLICA']\nresources: {cpu: 1}\n")
+	stdout = syncBuffer{}
+	require.NoError(t, cli(&stdout, io.Discard, "job", "logs", "-f", "--interval", "10ms", mpi))
+	assert.Equal(t, "replica 0\n", stdout.String())
 }
