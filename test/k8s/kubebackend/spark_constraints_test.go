@@ -63,6 +63,8 @@ func waitsFor(t *testing.T, c *k8stest.Cluster, name string) (string, []corev1.E
 	t.Helper()
 	ctx := context.Background()
 	var msg string
+	var evs []corev1.Event
+	// The condition is written first, the event right after it.
 	require.Eventually(t, func() bool {
 		p, err := c.Admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -70,12 +72,13 @@ func waitsFor(t *testing.T, c *k8stest.Cluster, name string) (string, []corev1.E
 		for _, cd := range p.Status.Conditions {
 			if cd.Type == corev1.PodScheduled && cd.Status == corev1.ConditionFalse && cd.Reason == corev1.PodReasonUnschedulable {
 				msg = cd.Message
-				return true
+				evs = failedScheduling(t, c, name)
+				return len(evs) > 0
 			}
 		}
 		return false
-	}, 30*time.Second, 50*time.Millisecond, "pod %s is Unschedulable", name)
-	return msg, failedScheduling(t, c, name)
+	}, 30*time.Second, 50*time.Millisecond, "pod %s is Unschedulable, with its event", name)
+	return msg, evs
 }
 
 // failedScheduling lists the FailedScheduling events of Pod name.
