@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -40,7 +41,32 @@ func (h *hcLogger) Log(level hclog.Level, msg string, args ...any) {
 	if level == hclog.Off {
 		return
 	}
-	h.l.Log(context.Background(), slogLevel(level), msg, args...)
+	h.l.Log(context.Background(), slogLevel(level), msg, formatArgs(args)...)
+}
+
+// formatArgs renders hclog's deferred formats (hclog.Fmt, which Raft uses
+// for its server lists) as hclog would: slog printed them as
+// "[%+v [{Suffrage:Voter ...}]]".
+func formatArgs(args []any) []any {
+	var out []any
+	for i, a := range args {
+		f, ok := a.(hclog.Format)
+		if !ok || len(f) == 0 {
+			continue
+		}
+		format, ok := f[0].(string)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = fmt.Sprintf(format, f[1:]...)
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 func (h *hcLogger) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
