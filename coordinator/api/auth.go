@@ -57,7 +57,7 @@ func ParseTokens(data []byte) (TokenFile, error) {
 		return f, fmt.Errorf("tokens file is not valid UTF-8")
 	}
 	if err := structs.DecodeStrict(data, &f, "tokens file"); err != nil {
-		return TokenFile{}, fmt.Errorf("parse tokens file: %s: use users: [{name, token, admin}]", redact(err.Error()))
+		return TokenFile{}, fmt.Errorf("parse tokens file: %s (a tokens file is users: [{name, token, admin}])", redact(err.Error()))
 	}
 	names, tokens := map[structs.UserID]bool{}, map[string]bool{}
 	for i, u := range f.Users {

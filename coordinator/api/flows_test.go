@@ -312,6 +312,8 @@ func TestParseTokens(t *testing.T) {
 		"wrong type":     {"users: [{name: a, token: secret-secret-secret, admin: sometimes}]", "parse tokens file"},
 		"not UTF-8":      {"users: [{name: a, token: \"secret-secret-\xff\"}]", "UTF-8"},
 		"top-level list": {"- {name: a, token: secret-secret-secret}", "parse tokens file"},
+		// It read "user is not a known field: use users: use users: [...]".
+		"user, not users": {"user: [{name: a, token: secret-secret-secret}]", "parse tokens file: user is not a known field: use users (a tokens file is users: [{name, token, admin}])"},
 	} {
 		_, err := api.ParseTokens([]byte(tc.file))
 		require.Error(t, err, name)
