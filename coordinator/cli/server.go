@@ -145,7 +145,7 @@ func serverCommand() *cli.Command {
 				return err
 			}
 			cfg.Tokens = tokens
-			return runDaemon(c, cfg)
+			return runDaemon(c, cfg, nil)
 		},
 	}
 }
@@ -171,13 +171,21 @@ func devCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			temp := ""
 			if cfg.Server.DataDir == "" {
 				dir, err := os.MkdirTemp("", "atom-dev-")
 				if err != nil {
 					return err
 				}
-				cfg.Server.DataDir = dir
+				cfg.Server.DataDir, temp = dir, dir
 			}
+			// A dev server that does not start (its port taken) leaves no
+			// data dir of its own making behind.
+			defer func() {
+				if temp != "" {
+					_ = os.RemoveAll(temp)
+				}
+			}()
 			if err := os.MkdirAll(cfg.Server.DataDir, 0o700); err != nil {
 				return err
 			}
@@ -190,42 +198,48 @@ func devCommand() *cli.Command {
 			if cfg.GPUFaults, err = gpuFaults(c, cfg.Cluster); err != nil {
 				return err
 			}
+			var hello string
 			if path := c.String("tokens"); path != "" {
 				if cfg.Tokens, err = api.LoadTokens(path); err != nil {
 					return err
 				}
-			} else if cfg.Tokens, err = devTokens(c, cfg.Server.DataDir); err != nil {
+			} else if cfg.Tokens, hello, err = devTokens(c, cfg.Server.DataDir); err != nil {
 				return err
 			}
-			return runDaemon(c, cfg)
+			return runDaemon(c, cfg, func() {
+				temp = "" // started: the data dir is the user's to look at
+				fmt.Fprint(c.App.Writer, hello)
+			})
 		},
 	}
 }
 
 // devTokens makes (or reuses) DataDir/tokens.yaml with an admin user "dev"
-// and tells the user how to use it.
-func devTokens(c *cli.Context, dir string) (api.TokenFile, error) {
+// and returns what tells the user how to use it, printed once the server
+// has started (not before a start that fails).
+func devTokens(c *cli.Context, dir string) (api.TokenFile, string, error) {
 	path := filepath.Join(dir, "tokens.yaml")
 	if _, err := os.Stat(path); err != nil {
 		b := make([]byte, 16)
 		if _, err := rand.Read(b); err != nil {
-			return api.TokenFile{}, err
+			return api.TokenFile{}, "", err
 		}
 		doc := fmt.Sprintf("users:\n  - {name: dev, token: %s, admin: true}\n", hex.EncodeToString(b))
 		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-			return api.TokenFile{}, err
+			return api.TokenFile{}, "", err
 		}
 	}
 	f, err := api.LoadTokens(path)
 	if err != nil {
-		return f, err
+		return f, "", err
 	}
+	hello := ""
 	for _, u := range f.Users {
 		if u.Name == "dev" {
-			fmt.Fprintf(c.App.Writer, "coordinator dev: data in %s\n  export %s=http://%s %s=%s\n", dir, EnvAddr, c.String("http-addr"), EnvToken, u.Token)
+			hello = fmt.Sprintf("coordinator dev: data in %s\n  export %s=http://%s %s=%s\n", dir, EnvAddr, c.String("http-addr"), EnvToken, u.Token)
 		}
 	}
-	return f, nil
+	return f, hello, nil
 }
 
 func daemonConfig(c *cli.Context) (daemon.Config, error) {
@@ -271,10 +285,13 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 }
 
 // runDaemon serves until SIGINT or SIGTERM.
-func runDaemon(c *cli.Context, cfg daemon.Config) error {
+func runDaemon(c *cli.Context, cfg daemon.Config, started func()) error {
 	d, err := daemon.Start(cfg)
 	if err != nil {
 		return err
+	}
+	if started != nil {
+		started()
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
