@@ -2,6 +2,9 @@ package state
 
 import (
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/atom-sched/atom/pkg/sched"
@@ -31,9 +34,12 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 	if c.RequestID != "" {
 		if id, ok := s.Requests[c.RequestID]; ok {
 			// A retry carries the same job; another job under a used
-			// request ID is a client bug, not a retry.
-			if o := s.Jobs[id]; o != nil && c.Job != nil && (o.Name != c.Job.Name || o.Kind != c.Job.Kind || o.Project != c.Job.Project) {
-				return nil, fmt.Errorf("request ID %q was used for job %s (%s): use a new request ID for a new job: %w", c.RequestID, o.ID, o.Name, ErrExists)
+			// request ID is a client bug, not a retry: an edited spec
+			// sent again with the same ID returned the old job.
+			if o := s.Jobs[id]; o != nil && c.Job != nil {
+				if f := specDiffers(o, c.Job); f != "" {
+					return nil, fmt.Errorf("request ID %q was used for job %s (%s): this spec differs in %s: use a new request ID for a new job: %w", c.RequestID, o.ID, o.Name, f, ErrExists)
+				}
 			}
 			return SubmitResult{JobID: id, Existing: true}, nil
 		}
@@ -69,6 +75,32 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 		s.Requests[c.RequestID] = jj.ID
 	}
 	return SubmitResult{JobID: jj.ID}, nil
+}
+
+// specDiffers names the first field of the user's spec in which a
+// resubmitted job differs from o, the job its request ID made ("" for a
+// true retry). Only what a job keeps from its spec is compared: a scale
+// changes replicas, so they are not.
+func specDiffers(o, j *structs.Job) string {
+	switch {
+	case o.Name != j.Name:
+		return "name"
+	case o.Kind != j.Kind:
+		return "kind"
+	case o.Project != j.Project:
+		return "project"
+	case o.Priority != j.Priority:
+		return "priority"
+	case o.Image != j.Image:
+		return "image"
+	case !slices.Equal(o.Command, j.Command) || !slices.Equal(o.Args, j.Args):
+		return "command"
+	case !maps.Equal(o.Env, j.Env):
+		return "env"
+	case !reflect.DeepEqual(o.Resources, j.Resources):
+		return "resources"
+	}
+	return ""
 }
 
 // JobCancel ends a job: Cancelled, quota released, tasks stopped.
