@@ -251,6 +251,7 @@ func TestReviewScaleDownOrderAndFloor(t *testing.T) {
 		3: {"s-3-a0", "s-2-a0", "s-5-a0"},           // then the starting one
 		2: {"s-3-a0", "s-2-a0", "s-5-a0", "s-1-a0"}, // then running, newest first
 		1: {"s-3-a0", "s-2-a0", "s-5-a0", "s-1-a0", "s-4-a0"},
+		0: {"s-3-a0", "s-2-a0", "s-5-a0", "s-1-a0", "s-4-a0", "s-0-a0"}, // parked: all stop
 	}
 	for to, stop := range want {
 		p, err := sched.ScaleDown(j, live, to)
@@ -276,9 +277,13 @@ func TestReviewScaleDownOrderAndFloor(t *testing.T) {
 	}
 	j.MinAvailable = 3
 	_, err := sched.ScaleDown(j, live, 2)
-	require.EqualError(t, err, "replicas 2 is below minAvailable 3: lower minAvailable first")
-	_, err = sched.ScaleDown(j, live, 0)
-	require.Error(t, err)
+	require.EqualError(t, err, "replicas 2 is below minAvailable 3: scale to 3 or more, or to 0 to park the service")
+	p, err := sched.ScaleDown(j, live, 0)
+	require.NoError(t, err, "0 parks a service whatever its minAvailable")
+	assert.Len(t, p.Stop, 6)
+	assert.Empty(t, p.Reindex)
+	_, err = sched.ScaleDown(j, live, -1)
+	require.EqualError(t, err, "replicas -1 is not allowed: scale to 0 (park the service) or more (cancel the job to end it)")
 }
 
 func TestReviewPreemptionOnlyWhenItMakesTheJobFit(t *testing.T) {

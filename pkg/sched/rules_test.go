@@ -271,7 +271,7 @@ func TestC24ScaleDownOrder(t *testing.T) {
 	assert.Empty(t, p.Stop)
 
 	_, err = sched.ScaleDown(j, tasks, 2)
-	require.EqualError(t, err, "replicas 2 is below minAvailable 3: lower minAvailable first")
+	require.EqualError(t, err, "replicas 2 is below minAvailable 3: scale to 3 or more, or to 0 to park the service")
 }
 
 func TestPendingLadderDowngrades(t *testing.T) {

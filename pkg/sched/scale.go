@@ -20,15 +20,16 @@ type ScaleDownPlan struct {
 	Reindex map[structs.TaskID]int // survivor -> new replica index
 }
 
-// ScaleDown plans scaling j down to replicas. It refuses to go below
-// minAvailable or below one replica.
+// ScaleDown plans scaling j down to replicas. A service runs with at
+// least minAvailable replicas or none: 0 parks it (every replica stops,
+// the spec stays), and a count from 1 to minAvailable-1 is refused.
 func ScaleDown(j *structs.Job, live []*structs.Task, replicas int) (ScaleDownPlan, error) {
 	var p ScaleDownPlan
-	if replicas < 1 {
-		return p, fmt.Errorf("replicas %d is not allowed: scale to at least 1 (cancel the job to stop it)", replicas)
+	if replicas < 0 {
+		return p, fmt.Errorf("replicas %d is not allowed: scale to 0 (park the service) or more (cancel the job to end it)", replicas)
 	}
-	if replicas < j.MinAvailable {
-		return p, fmt.Errorf("replicas %d is below minAvailable %d: lower minAvailable first", replicas, j.MinAvailable)
+	if replicas > 0 && replicas < j.MinAvailable {
+		return p, fmt.Errorf("replicas %d is below minAvailable %d: scale to %d or more, or to 0 to park the service", replicas, j.MinAvailable, j.MinAvailable)
 	}
 	current := j.ShapeAt(j.Shape).Replicas // the shape it runs with
 	if replicas >= current {

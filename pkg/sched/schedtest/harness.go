@@ -312,11 +312,11 @@ func (h *Harness) check() {
 func (h *Harness) Scale(id string, replicas int) error {
 	h.T.Helper()
 	j := h.Job(id)
-	if replicas < j.Replicas {
-		p, err := sched.ScaleDown(j, h.Tasks(id), replicas)
-		if err != nil {
-			return err
-		}
+	p, err := sched.ScaleDown(j, h.Tasks(id), replicas) // refuses what the state machine refuses
+	if err != nil {
+		return err
+	}
+	if len(p.Stop)+len(p.Reindex) > 0 {
 		stop := map[structs.TaskID]bool{}
 		for _, t := range p.Stop {
 			stop[t] = true
@@ -333,17 +333,31 @@ func (h *Harness) Scale(id string, replicas int) error {
 		}
 		h.Snap.Tasks = kept
 	}
+	parked := j.Replicas == 0
 	j.Replicas = replicas
-	if j.Charged != nil {
+	switch {
+	case replicas == 0: // parked: Running, nothing to place
+		j.State, j.Reason, j.BackoffUntil, j.CrashLoop = structs.JobRunning, "scaled to 0 replicas", time.Time{}, 0
+	case parked: // pending again, as at submit
+		j.State, j.Reason, j.PendingSince = structs.JobPending, "", h.Now
+	}
+	if j.Priority == structs.PriorityNormal && !j.PoolOnly {
 		inProject := 0
 		for _, t := range h.Tasks(id) {
 			if t.Pool != "" && t.Pool != structs.PublicPool {
 				inProject++
 			}
 		}
-		want := structs.Charge(structs.Shape{Replicas: replicas - inProject, Resources: j.Resources})
-		h.charge(j.ChargedScope, j.Charged, want)
-		j.Charged = want
+		scope := j.ChargedScope
+		if scope == "" {
+			scope = j.ChargeScope()
+		}
+		want := structs.JobCharge(j, structs.Shape{Resources: j.Resources}, replicas-inProject)
+		h.charge(scope, j.Charged, want)
+		j.Charged, j.ChargedScope = want, ""
+		if want != nil {
+			j.ChargedScope = scope
+		}
 	}
 	h.check()
 	return nil
