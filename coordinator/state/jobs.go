@@ -123,9 +123,16 @@ func (c *JobCancel) apply(s *State) (any, error) {
 	return nil, nil
 }
 
+// ParkedReason is the reason a service scaled to 0 replicas shows (state
+// Running, 0 replicas).
+const ParkedReason = "scaled to 0 replicas"
+
 // ServiceScale changes a service's replica count. Down: pending replicas
 // go first, then unhealthy, then the newest (sched.ScaleDown). Up: the new
-// replicas are pending and, for normal services, charged at once.
+// replicas are pending and, for normal services, charged at once. 0
+// parks the service: every replica stops, its charge drops to nothing,
+// it stays Running (reason ParkedReason) with its spec; scaled up from 0
+// it is Pending again, as at submit.
 type ServiceScale struct {
 	ID       structs.JobID `json:"id"`
 	Replicas int           `json:"replicas"`
@@ -140,12 +147,13 @@ func (c *ServiceScale) apply(s *State) (any, error) {
 	case j == nil:
 		return nil, fmt.Errorf("job %s: %w", c.ID, ErrNotFound)
 	case j.Kind != structs.KindService:
-		return nil, invalidf("job %s is a %s job: only services scale", c.ID, j.Kind)
+		return nil, invalidf("job %s is a %s job: only services scale (cancel it to stop it)", c.ID, j.Kind)
 	case j.State.Ended():
 		return nil, invalidf("job %s already ended", c.ID)
-	case c.Replicas < 1 || c.Replicas > structs.MaxReplicas:
-		return nil, invalidf("replicas %d is not allowed: use 1 to %d", c.Replicas, structs.MaxReplicas)
+	case c.Replicas < 0 || c.Replicas > structs.MaxReplicas:
+		return nil, invalidf("replicas %d is not allowed: use 0 (park the service) to %d", c.Replicas, structs.MaxReplicas)
 	}
+	parked := j.ShapeAt(j.Shape).Replicas == 0
 	var live []*structs.Task
 	inProject := 0
 	for _, t := range s.TasksOf(c.ID) {
@@ -195,6 +203,17 @@ func (c *ServiceScale) apply(s *State) (any, error) {
 			j.Fallbacks = append([]structs.Shape(nil), j.Fallbacks...)
 			j.Fallbacks[j.Shape-1].Replicas = c.Replicas
 		}
+		switch {
+		case c.Replicas == 0:
+			// Parked: nothing to place, so nothing pending, timing out
+			// or backing off; the replicas stop as any scaled down.
+			j.State, j.Reason = structs.JobRunning, ParkedReason
+			j.BackoffUntil, j.CrashLoop = time.Time{}, 0
+		case parked:
+			// Unparked: pending again as at submit (placed once
+			// minAvailable fit; pendingTimeout counts from now).
+			j.State, j.Reason, j.PendingSince = structs.JobPending, "", c.Now
+		}
 		if j.Priority == structs.PriorityNormal && !j.PoolOnly {
 			j.Charged, j.ChargedScope = want, ""
 			if want != nil {
@@ -202,6 +221,9 @@ func (c *ServiceScale) apply(s *State) (any, error) {
 			}
 		}
 	})
+	if c.Replicas == 0 {
+		s.dropReservations(c.ID) // room held for it is free for others
+	}
 	return nil, nil
 }
 
