@@ -283,14 +283,16 @@ func (s *server) scaleJob(_ http.ResponseWriter, r *http.Request, c caller) (int
 		return 0, nil, err
 	}
 	switch {
-	case req.Replicas < 1 || req.Replicas > structs.MaxReplicas:
-		return 0, nil, &structs.FieldError{Field: "replicas", Msg: fmt.Sprintf("%d is not allowed: use 1 to %d", req.Replicas, structs.MaxReplicas)}
+	case req.Replicas == nil:
+		return 0, nil, &structs.FieldError{Field: "replicas", Msg: fmt.Sprintf("is missing: send {\"replicas\": N}, N from 0 (park the service) to %d", structs.MaxReplicas)}
 	case js.Job.Kind != structs.KindService:
-		return 0, nil, errorf(http.StatusBadRequest, "job %s is a %s job: only services scale", id, js.Job.Kind)
+		return 0, nil, errorf(http.StatusBadRequest, "job %s is a %s job: only services scale (cancel it to stop it)", id, js.Job.Kind)
 	case js.Job.State.Ended():
 		return 0, nil, errorf(http.StatusConflict, "job %s already ended (%s): submit it again instead", id, js.Job.State)
+	case *req.Replicas < 0 || *req.Replicas > structs.MaxReplicas:
+		return 0, nil, &structs.FieldError{Field: "replicas", Msg: fmt.Sprintf("%d is not allowed: use 0 (park the service) to %d", *req.Replicas, structs.MaxReplicas)}
 	}
-	if _, err := s.apply(r.Context(), &state.ServiceScale{ID: id, Replicas: req.Replicas, Now: s.clock()}); err != nil {
+	if _, err := s.apply(r.Context(), &state.ServiceScale{ID: id, Replicas: *req.Replicas, Now: s.clock()}); err != nil {
 		return 0, nil, err
 	}
 	js, err = s.jobStatus(r.Context(), id, c)

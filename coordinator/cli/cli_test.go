@@ -181,6 +181,16 @@ func TestJobCommands(t *testing.T) {
 	assert.Contains(t, out, "replica 0 failed with exit code 1: out of memory; placing it again\n")
 	assert.Contains(t, out, "  Failed (exit 1): out of memory  ")
 	assert.Contains(t, out, "Restarts:   1 replica(s) placed again\n")
+	// 0 parks the service; a negative count is a usage error.
+	_, err = run(t, e, "m1", "service", "scale", "web-00001", "-1")
+	assert.Equal(t, 2, ExitCode(err))
+	assert.ErrorContains(t, err, `REPLICAS "-1" is not allowed: use a whole number from 0 (park the service) to 10000`)
+	assert.Equal(t, "service web-00001 scaled to 0 replicas\n"+
+		"its replicas stop; the service stays (Running, 0 replicas, no quota held): scale it up to run it again\n",
+		must(t, e, "m1", "service", "scale", "web-00001", "0"))
+	out = must(t, e, "m1", "job", "status", "web-00001")
+	assert.Contains(t, out, "State:      Running: scaled to 0 replicas\n")
+	assert.Contains(t, out, "Replicas:   0 (starts at 1)\n")
 	assert.Equal(t, "job web-00001 cancelled\n", must(t, e, "u1", "job", "cancel", "web-00001"))
 	_, err = run(t, e, "u1", "job", "cancel", "web-00001")
 	assert.ErrorContains(t, err, "already ended")

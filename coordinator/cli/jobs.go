@@ -382,8 +382,8 @@ func serviceScale(c *cli.Context) error {
 		return err
 	}
 	n, err := strconv.Atoi(a[1])
-	if err != nil || n < 1 {
-		return usagef("REPLICAS %q is not allowed: use a whole number from 1 to %d", a[1], structs.MaxReplicas)
+	if err != nil || n < 0 {
+		return usagef("REPLICAS %q is not allowed: use a whole number from 0 (park the service) to %d", a[1], structs.MaxReplicas)
 	}
 	js, err := newClient(c).ScaleService(c.Context, structs.JobID(a[0]), n)
 	if err != nil {
@@ -395,5 +395,8 @@ func serviceScale(c *cli.Context) error {
 			unit = "replica"
 		}
 		fmt.Fprintf(w, "service %s scaled to %d %s\n", js.Job.ID, js.Job.Replicas, unit)
+		if js.Job.Replicas == 0 {
+			fmt.Fprintf(w, "its replicas stop; the service stays (Running, 0 replicas, no quota held): scale it up to run it again\n")
+		}
 	})
 }

@@ -83,7 +83,7 @@ func (c *Client) CancelJob(ctx context.Context, id structs.JobID) (*wire.JobStat
 func (c *Client) ScaleService(ctx context.Context, id structs.JobID, replicas int) (*wire.JobStatus, error) {
 	var out wire.JobStatus
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/" + seg(string(id)) + "/scale",
-		body: jsonBody(wire.ScaleRequest{Replicas: replicas}), header: jsonHeader(), out: &out})
+		body: jsonBody(wire.ScaleRequest{Replicas: &replicas}), header: jsonHeader(), out: &out})
 	if err != nil {
 		return nil, err
 	}

@@ -234,6 +234,10 @@ func (s *JobSpec) shape(j *Job) error {
 	n := int64(1)
 	if s.Replicas != nil {
 		n = *s.Replicas
+		if n == 0 && s.Kind == KindService {
+			// Parking is a scale, so the job and its ID exist to scale up.
+			return bad("replicas", n, "submit a service with 1 to %d, then park it with coordinator service scale ID 0 (POST /v1/jobs/ID/scale {\"replicas\": 0})", MaxReplicas)
+		}
 		if err := checkRange("replicas", n, 1, MaxReplicas, ""); err != nil {
 			return err
 		}

@@ -212,6 +212,8 @@ func TestJobSpecRejects(t *testing.T) {
 		{"asks for nothing", ok + "resources: {cpu: 0}", "resources ask for nothing"},
 		{"no resources", ok, "resources ask for nothing"},
 		{"replicas 0", ok + "replicas: 0\nresources: {cpu: 1}", "replicas 0 is not allowed: use 1 to 10000"},
+		{"service replicas 0", "kind: service\nname: web\nreplicas: 0\nresources: {cpu: 1}",
+			`replicas 0 is not allowed: submit a service with 1 to 10000, then park it with coordinator service scale ID 0 (POST /v1/jobs/ID/scale {"replicas": 0})`},
 		{"replicas negative", ok + "replicas: -3\nresources: {cpu: 1}", "replicas -3 is not allowed: use 1 to 10000"},
 		{"replicas 10001", ok + "replicas: 10001\nresources: {cpu: 1}", "replicas 10001 is not allowed: use 1 to 10000"},
 		{"replicas a string", ok + "replicas: two\nresources: {cpu: 1}", "replicas (a string) is not allowed: use a whole number"},

@@ -71,8 +71,10 @@ type WhyResponse struct {
 }
 
 // ScaleRequest is the body of POST /v1/jobs/{id}/scale.
+// Replicas is required; 0 parks a service (its replicas stop, its spec
+// stays).
 type ScaleRequest struct {
-	Replicas int `json:"replicas"`
+	Replicas *int `json:"replicas"`
 }
 
 // QuotaStatus answers GET and PUT /v1/quotas/{scope}: the scope's limits
