@@ -184,6 +184,7 @@ type Backend struct {
 	claims   cache.SharedIndexInformer // the namespace's PersistentVolumeClaims (see claims.go)
 	execs    cache.SharedIndexInformer // Spark's executor Pods (see executors.go)
 	execKick chan struct{}
+	listErrs listErrors // the informers' last list and watch errors (syncerr.go)
 }
 
 // New starts the backend's Pod informer (Pods labelled
@@ -222,6 +223,7 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
 	b.pods = f.Core().V1().Pods().Informer()
+	b.watchErrors("pods in namespace "+cfg.Namespace, b.pods)
 	if _, err := b.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { b.observe(o, false) },
 		UpdateFunc: func(_, o any) { b.observe(o, false) },
@@ -231,6 +233,7 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	}
 	nf := informers.NewSharedInformerFactory(cfg.Client, cfg.Resync)
 	b.nodes = nf.Core().V1().Nodes().Informer()
+	b.watchErrors("nodes", b.nodes)
 	if _, err := b.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { b.noteNode(nil, o) },
 		UpdateFunc: b.noteNode,
@@ -246,7 +249,14 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	nf.Start(b.stopCh)
 	if !cache.WaitForCacheSync(ctx.Done(), b.pods.HasSynced, b.nodes.HasSynced, b.execs.HasSynced, b.claims.HasSynced) {
 		close(b.stopCh)
-		return nil, fmt.Errorf("kube backend %s: pod, node and claim informers did not sync: %w", cfg.Cluster, ctx.Err())
+		var pending []string
+		for what, inf := range map[string]cache.SharedIndexInformer{"pods in namespace " + cfg.Namespace: b.pods, "nodes": b.nodes,
+			"executor pods in namespace " + cfg.Namespace: b.execs, "persistentvolumeclaims in namespace " + cfg.Namespace: b.claims} {
+			if !inf.HasSynced() {
+				pending = append(pending, what)
+			}
+		}
+		return nil, b.syncError(ctx, pending)
 	}
 	if cfg.Beat > 0 {
 		b.wg.Add(1)

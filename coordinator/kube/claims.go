@@ -14,6 +14,7 @@ import (
 func (b *Backend) startClaims() {
 	f := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync, informers.WithNamespace(b.cfg.Namespace))
 	b.claims = f.Core().V1().PersistentVolumeClaims().Informer()
+	b.watchErrors("persistentvolumeclaims in namespace "+b.cfg.Namespace, b.claims)
 	// Only names and deletion marks are read: keep no spec, status or
 	// managed fields in memory.
 	_ = b.claims.SetTransform(func(o any) (any, error) {

@@ -58,6 +58,7 @@ func (b *Backend) startExecutors() error {
 	f := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync, informers.WithNamespace(b.cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = executorSelector }))
 	b.execs = f.Core().V1().Pods().Informer()
+	b.watchErrors("executor pods in namespace "+b.cfg.Namespace, b.execs)
 	if _, err := b.execs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { b.observeExecutor(o, false) },
 		UpdateFunc: func(_, o any) { b.observeExecutor(o, false) },
