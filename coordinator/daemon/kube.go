@@ -127,13 +127,23 @@ func gangOf(srv *server.Server, t *structs.Task) (ids []structs.TaskID, whole bo
 func kubeClient(c *structs.Cluster, ks kubeSettings) (kubernetes.Interface, error) {
 	var rc *rest.Config
 	var err error
-	if c.Kubeconfig == "" {
+	switch {
+	case c.Kubeconfig == "":
 		rc, err = rest.InClusterConfig()
-	} else {
+		if errors.Is(err, rest.ErrNotInCluster) {
+			return nil, fmt.Errorf("cluster %s: no kubeconfig given, and this server runs in no Pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set) to use its service account: give the cluster a kubeconfig: FILE with the coordinator's credentials", c.Name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: no kubeconfig given, and this Pod's service account cannot be used: %w", c.Name, err)
+		}
+	default:
 		rc, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cluster %s: kubeconfig %q: %w", c.Name, c.Kubeconfig, err)
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, fmt.Errorf("cluster %s: kubeconfig %q names no cluster to use (no current-context, or no clusters): give a kubeconfig file as kubectl uses, whose current context is the coordinator's", c.Name, c.Kubeconfig)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: kubeconfig %q: %w", c.Name, c.Kubeconfig, err)
+		}
 	}
 	rc.QPS, rc.Burst = float32(ks.qps), ks.burst
 	// Protobuf, as Kubernetes' own components talk: the API server decodes

@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -29,5 +32,27 @@ func TestKubeSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, settingsFor(tc.c, tc.cfg))
 		})
+	}
+}
+
+// TestKubeClientErrors: a cluster whose kubeconfig is missing, names no
+// cluster, or is left out on a server that runs in no Pod is refused
+// saying what to give.
+func TestKubeClientErrors(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	dir := t.TempDir()
+	notKubeconfig := filepath.Join(dir, "tokens.yaml")
+	require.NoError(t, os.WriteFile(notKubeconfig, []byte("users:\n  - {name: alice, token: 0123456789abcdef}\n"), 0o600))
+	for _, tc := range []struct {
+		kubeconfig, want string
+	}{
+		{"", `cluster k8s: no kubeconfig given, and this server runs in no Pod (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set) to use its service account: give the cluster a kubeconfig: FILE with the coordinator's credentials`},
+		{notKubeconfig, `cluster k8s: kubeconfig "` + notKubeconfig + `" names no cluster to use (no current-context, or no clusters): give a kubeconfig file as kubectl uses, whose current context is the coordinator's`},
+		{filepath.Join(dir, "nope"), `cluster k8s: kubeconfig "` + filepath.Join(dir, "nope") + `": stat ` + filepath.Join(dir, "nope") + `: no such file or directory`},
+	} {
+		c := &structs.Cluster{Name: "k8s", Backend: "kubernetes", Kubeconfig: tc.kubeconfig}
+		_, err := kubeClient(c, settingsFor(c, Config{}))
+		require.EqualError(t, err, tc.want)
 	}
 }
