@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/kube"
@@ -18,7 +19,9 @@ import (
 // executorHooks lets kc's backend bind Spark executor Pods (C25): the
 // leader places each on a snapshot (sched.PlaceExecutor) and commits it
 // (state.ExecutorAdd), which checks the job's current attempt, its driver
-// and its most executors again.
+// and its most executors again. One of a normal or high job that fits
+// nowhere preempts low jobs (sched.PreemptForExecutor, committed as
+// state.ExecutorPreempt) and waits for the room held for it.
 func executorHooks(srv *server.Server, kc *kube.Config) {
 	kc.Executor = func(ctx context.Context, req kube.ExecutorRequest) (structs.TaskID, structs.NodeID, error) {
 		return takeExecutor(ctx, srv, req)
@@ -70,10 +73,11 @@ func takeExecutor(ctx context.Context, srv *server.Server, req kube.ExecutorRequ
 		return "", "", fmt.Errorf("task %s is not job %s's driver", req.Driver, j.ID)
 	}
 	ask := req.Requests
-	tp, err := sched.PlaceExecutor(snap, j, d, sched.ExecutorPod{Requests: ask,
-		NodeSelector: req.NodeSelector, Affinity: req.Affinity, Tolerations: req.Tolerations})
+	pod := sched.ExecutorPod{Name: req.Pod, Requests: ask,
+		NodeSelector: req.NodeSelector, Affinity: req.Affinity, Tolerations: req.Tolerations}
+	tp, err := sched.PlaceExecutor(snap, j, d, pod)
 	if errors.Is(err, sched.ErrNoRoom) {
-		return "", "", fmt.Errorf("%w: %w", kube.ErrExecutorWait, err)
+		return "", "", fmt.Errorf("%w: %w", kube.ErrExecutorWait, preemptForExecutor(ctx, srv, snap, j, d, pod, err))
 	}
 	if err != nil {
 		return "", "", err
@@ -92,4 +96,26 @@ func takeExecutor(ctx context.Context, srv *server.Server, req kube.ExecutorRequ
 		return "", "", err
 	}
 	return "", "", fmt.Errorf("%w: %w", kube.ErrExecutorWait, err) // no room after all, no leader, outcome unknown
+}
+
+// preemptForExecutor has executor Pod pod of job j, which fits nowhere
+// (noRoom says why), stop low jobs to make room for it, and returns why it
+// waits: for them to stop, or as noRoom says when it preempts nothing.
+func preemptForExecutor(ctx context.Context, srv *server.Server, snap *sched.Snapshot, j *structs.Job, d *structs.Task, pod sched.ExecutorPod, noRoom error) error {
+	pre, r, err := sched.PreemptForExecutor(snap, j, d, pod)
+	if err != nil {
+		if errors.Is(err, sched.ErrNoRoom) {
+			return err
+		}
+		return noRoom
+	}
+	if _, err := srv.Apply(ctx, &state.ExecutorPreempt{Job: j.ID, Driver: d.ID, Pod: pod.Name, Preemptions: pre,
+		Reservation: r, Now: time.Now()}); err != nil {
+		return fmt.Errorf("%w (preempting for it failed: %w)", noRoom, err)
+	}
+	victims := make([]string, 0, len(pre))
+	for _, p := range pre {
+		victims = append(victims, string(p.Victim))
+	}
+	return fmt.Errorf("low-priority jobs %s on node %s are being stopped to make room for it: %w", strings.Join(victims, ", "), r.Node, sched.ErrNoRoom)
 }

@@ -87,6 +87,7 @@ func (c *ExecutorAdd) apply(s *State) (any, error) {
 		State: structs.TaskScheduled, Resources: c.Resources, Accels: c.Accels, Executor: c.Pod, ScheduledAt: c.Now,
 	})
 	s.Tokens[id] = c.Token
+	s.dropExecutorReservation(j.ID, c.Pod) // the room preempted for it, if any
 	return id, nil
 }
 

@@ -51,16 +51,7 @@ func (c *PlanCommit) apply(s *State) (any, error) {
 		res.Placed = append(res.Placed, pl.Job)
 	}
 	for _, p := range c.Plan.Preemptions {
-		v := s.Jobs[p.Victim]
-		if v == nil || v.State.Ended() || v.Priority != structs.PriorityLow {
-			continue
-		}
-		for _, t := range s.TasksOf(p.Victim) {
-			if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {
-				s.putTask(t.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, structs.StopPreempted })
-			}
-		}
-		s.putJob(p.Victim, func(j *structs.Job) { j.Reason = "preempted by " + string(p.Preemptor) })
+		s.stopVictim(p)
 	}
 	for _, to := range c.Plan.Timeouts {
 		j := s.Jobs[to.Job]
@@ -73,12 +64,7 @@ func (c *PlanCommit) apply(s *State) (any, error) {
 		}
 		s.endJob(to.Job, structs.JobFailed, reason, c.Now, structs.StopCancelled)
 	}
-	s.Reservations = nil
-	for _, r := range c.Plan.Reservations {
-		if j := s.Jobs[r.Job]; j != nil && j.State == structs.JobPending && s.Nodes[r.Node] != nil {
-			s.Reservations = append(s.Reservations, r)
-		}
-	}
+	s.Reservations = s.keepReservations(c.Plan)
 	return res, nil
 }
 

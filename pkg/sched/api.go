@@ -115,6 +115,17 @@ type Reservation struct {
 	Node      structs.NodeID
 	Resources structs.Resources
 	Kind      ReservationKind
+	// Executor is the Spark executor Pod a ReserveExecutor reservation
+	// holds room for (its job runs; the executor is not placed yet).
+	Executor string `json:",omitempty"`
+	// Made is the Raft index of the command that made an executor
+	// reservation: a plan computed on an earlier snapshot did not see it
+	// and keeps it as it is.
+	Made uint64 `json:",omitempty"`
+	// Freed is when a cycle first saw the victims of an executor
+	// reservation gone; it lapses ExecutorHold later if the executor has
+	// not taken it.
+	Freed time.Time `json:",omitzero"`
 }
 
 // ReservationKind says why a reservation exists.
@@ -123,7 +134,13 @@ type ReservationKind string
 const (
 	ReservePreemption ReservationKind = "preemption" // freed by victims for the preemptor
 	ReserveGang       ReservationKind = "gang"       // oldest blocked gang in its pool
+	ReserveExecutor   ReservationKind = "executor"   // freed by victims for a running job's executor Pod
 )
+
+// ExecutorHold is how long the room freed for an executor Pod stays held
+// for it after its victims have gone: the executor is placed outside the
+// cycle (when its Pod is next tried), so one cycle may be too short.
+const ExecutorHold = 30 * time.Second
 
 // Timeout ends a job that stayed pending past its pendingTimeout.
 type Timeout struct {

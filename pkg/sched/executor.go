@@ -34,6 +34,9 @@ type ExecutorPod struct {
 	// Tolerations are the Pod's: a node's NoSchedule and NoExecute taints
 	// must be tolerated by them and by the job's.
 	Tolerations []corev1.Toleration
+	// Name is the Pod's name: the room reserved for it
+	// (PreemptForExecutor) is its own.
+	Name string
 }
 
 // executorResources is what executor Pod p of job j holds: its requests,
@@ -58,27 +61,56 @@ func executorResources(j *structs.Job, p ExecutorPod) (structs.Resources, error)
 // Pod pod requests, in the driver's cluster and pool (an executor is
 // charged with its driver: in a project pool neither is), among the nodes
 // pod's own node selector, required node affinity and tolerations allow.
-// Reservations of other jobs are respected. It returns the placement
+// Reservations of other jobs and of j's other executors are respected;
+// the room reserved for pod (PreemptForExecutor) is its own. It returns the placement
 // (Index and ID left for the state to set) or an error matching ErrNoRoom,
 // saying why (no node meets the Pod's own constraints, or none has room).
 // The executor limit and quota are not its business: the job's charge
 // covers its most executors, and the state counts them.
 func PlaceExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, pod ExecutorPod) (TaskPlacement, error) {
-	if j.Spark == nil {
-		return TaskPlacement{}, fmt.Errorf("job %s is of kind %s: only spark jobs have executors", j.ID, j.Kind)
-	}
-	res, err := executorResources(j, pod)
+	e, err := newExecutorCtx(snap, j, driver, pod)
 	if err != nil {
 		return TaskPlacement{}, err
 	}
+	w, c := e.w, e.c
+	as := w.placeReplicas(c, 0, 1, true)
+	if len(as) != 1 {
+		return TaskPlacement{}, e.noRoom()
+	}
+	a := as[0]
+	return TaskPlacement{Index: -1, Node: w.nodes[a.ni].n.Name, Pool: driver.Pool, Resources: a.res, Accels: a.accels}, nil
+}
+
+// executorCtx is one executor Pod to place: a world of its own (the nodes
+// its Pod does not allow are not ready there) and the context of a
+// one-replica job like its job, in its driver's cluster and pool.
+type executorCtx struct {
+	w     *world
+	c     *jobCtx
+	j     *structs.Job
+	res   structs.Resources
+	where string // "pool P of cluster C"
+	ex    podExclusion
+}
+
+func newExecutorCtx(snap *Snapshot, j *structs.Job, driver *structs.Task, pod ExecutorPod) (*executorCtx, error) {
+	if j.Spark == nil {
+		return nil, fmt.Errorf("job %s is of kind %s: only spark jobs have executors", j.ID, j.Kind)
+	}
+	res, err := executorResources(j, pod)
+	if err != nil {
+		return nil, err
+	}
 	w := newWorld(snap)
+	w.execPod = pod.Name
+	w.holdReservations(snap)
 	ni, ok := w.byName[driver.Node]
 	if !ok {
-		return TaskPlacement{}, fmt.Errorf("the driver of job %s is on node %s, which no longer exists", j.ID, driver.Node)
+		return nil, fmt.Errorf("the driver of job %s is on node %s, which no longer exists", j.ID, driver.Node)
 	}
 	pool, ok := w.poolIdx[driver.Pool]
 	if !ok {
-		return TaskPlacement{}, fmt.Errorf("the driver of job %s is in pool %s, which no longer exists", j.ID, driver.Pool)
+		return nil, fmt.Errorf("the driver of job %s is in pool %s, which no longer exists", j.ID, driver.Pool)
 	}
 	cl := w.nodes[ni].cluster
 	where := "pool " + string(driver.Pool)
@@ -87,7 +119,7 @@ func PlaceExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, pod Exe
 	}
 	ex := w.excludeForPod(pod, cl, pool)
 	if ex.allowed == 0 && ex.considered > 0 {
-		return TaskPlacement{}, fmt.Errorf("no node in its driver's %s meets the executor Pod's own node selector, node affinity and tolerations (%s): %w",
+		return nil, fmt.Errorf("no node in its driver's %s meets the executor Pod's own node selector, node affinity and tolerations (%s): %w",
 			where, ex.reasons(), ErrNoRoom)
 	}
 	jj := *j
@@ -102,16 +134,16 @@ func PlaceExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, pod Exe
 	}
 	jj.Selector = strings.Join(sel, ",")
 	c := w.newCtx(&jj, structs.Shape{Replicas: 1, Resources: res}, []int16{pool}, cl)
-	as := w.placeReplicas(c, 0, 1, true)
-	if len(as) != 1 {
-		msg := fmt.Sprintf("no node in its driver's %s has room for an executor of job %s (%s)", where, j.ID, res)
-		if ex.considered > ex.allowed {
-			msg += fmt.Sprintf(" that its Pod allows (%s)", ex.reasons())
-		}
-		return TaskPlacement{}, fmt.Errorf("%s: %w", msg, ErrNoRoom)
+	return &executorCtx{w: w, c: c, j: j, res: res, where: where, ex: ex}, nil
+}
+
+// noRoom says that no node has room for the executor now.
+func (e *executorCtx) noRoom() error {
+	msg := fmt.Sprintf("no node in its driver's %s has room for an executor of job %s (%s)", e.where, e.j.ID, e.res)
+	if e.ex.considered > e.ex.allowed {
+		msg += fmt.Sprintf(" that its Pod allows (%s)", e.ex.reasons())
 	}
-	a := as[0]
-	return TaskPlacement{Index: -1, Node: w.nodes[a.ni].n.Name, Pool: driver.Pool, Resources: a.res, Accels: a.accels}, nil
+	return fmt.Errorf("%s: %w", msg, ErrNoRoom)
 }
 
 // podExclusion counts the nodes of the driver's cluster and pool an

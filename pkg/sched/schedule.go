@@ -13,7 +13,8 @@ import (
 // Schedule decides one scheduling cycle. It reads snap and in only.
 //
 // The cycle:
-//  1. keep the reservations of jobs that are still pending;
+//  1. keep the reservations of jobs that are still pending, and those of
+//     executor Pods of running jobs not placed yet (ReserveExecutor);
 //  2. order pending jobs: priority, then longest pending, then ID;
 //  3. for each job: end it if past its pendingTimeout; else try its shapes
 //     (the fallbacks too once downgradeAfter has passed) on each cluster
@@ -44,9 +45,18 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 	}
 	victimsLeft := map[structs.JobID]bool{}
 	gangHeld := map[int16]structs.JobID{}
+	waiting := executorsWaiting(snap)
 	for _, r := range snap.Reservations {
 		ni, ok := w.byName[r.Node]
-		if !ok || !pending[r.Job] || !w.nodes[ni].ready {
+		if !ok || !w.nodes[ni].ready {
+			continue
+		}
+		if r.Kind == ReserveExecutor {
+			// An executor's lives while its job runs and it is not placed.
+			if !waiting[execKey{r.Job, r.Executor}] {
+				continue
+			}
+		} else if !pending[r.Job] {
 			continue
 		}
 		w.hold(r)
@@ -211,6 +221,15 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 	for _, r := range w.holds {
 		if expiring[r.Job] && r.Kind == ReservePreemption {
 			continue
+		}
+		if r.Kind == ReserveExecutor && !stopping[r.Node] {
+			// Its victims are gone: held ExecutorHold more for the
+			// executor, which is placed when its Pod is next tried.
+			if r.Freed.IsZero() {
+				r.Freed = in.Now
+			} else if !in.Now.Before(r.Freed.Add(ExecutorHold)) {
+				continue
+			}
 		}
 		if why := plan.Pending[r.Job]; r.Kind == ReserveGang && why != nil && why.NeverFits {
 			continue

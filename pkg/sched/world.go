@@ -42,6 +42,9 @@ type world struct {
 	// only, while a job with volumes is decided, marks the clusters it
 	// may use (volumePlaces); nil: any.
 	only []bool
+	// execPod, while an executor Pod is placed (PlaceExecutor), is its
+	// name: the room reserved for it (ReserveExecutor) is its own.
+	execPod string
 }
 
 type wnode struct {
@@ -372,10 +375,11 @@ func (w *world) undo(a assignment) {
 
 // held sums the resources held on node ni by reservations of jobs other
 // than j with priority at least p (lower-priority reservations do not bind).
+// A reservation for an executor of j binds j too, but for that executor.
 func (w *world) held(ni int32, j structs.JobID, p structs.Priority) (cpu, mem, acc int64, by structs.JobID) {
 	for _, h := range w.nodes[ni].holds {
 		r := &w.holds[h]
-		if r.Job == j {
+		if r.Job == j && (r.Executor == "" || r.Executor == w.execPod) {
 			continue
 		}
 		if rj := w.snap.Jobs[r.Job]; rj != nil && rj.Priority < p {

@@ -1,0 +1,179 @@
+package state
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// MsgExecutorPreempt is ExecutorPreempt's type in the Raft log.
+const MsgExecutorPreempt MsgType = 17
+
+func init() { register(MsgExecutorPreempt, func() Command { return &ExecutorPreempt{} }) }
+
+// ExecutorPreempt stops low jobs to make room for one executor Pod of a
+// running normal or high spark job that fits nowhere (scenario C25): the
+// leader chose the victims and the node on a snapshot
+// (sched.PreemptForExecutor). Apply checks that the job still runs its
+// current attempt with Driver live, below its most executors, that the
+// Pod is no executor yet and holds no room already, and that every victim
+// is a low job with live tasks; then the victims' tasks stop (they are
+// requeued as any preempted job) and Reservation holds the room for the
+// Pod (its Made set to this entry's index) until the executor takes it,
+// or the scheduler lets it lapse (sched.ExecutorHold). All or nothing.
+type ExecutorPreempt struct {
+	Job         structs.JobID      `json:"job"`
+	Driver      structs.TaskID     `json:"driver"`
+	Pod         string             `json:"pod"`
+	Preemptions []sched.Preemption `json:"preemptions"`
+	Reservation sched.Reservation  `json:"reservation"`
+	Now         time.Time          `json:"now"`
+}
+
+func (*ExecutorPreempt) Type() MsgType { return MsgExecutorPreempt }
+
+func (c *ExecutorPreempt) apply(s *State) (any, error) {
+	j := s.Jobs[c.Job]
+	r := c.Reservation
+	switch {
+	case j == nil:
+		return nil, fmt.Errorf("executor pod %s: job %s: %w", c.Pod, c.Job, ErrNotFound)
+	case j.Spark == nil || j.Priority == structs.PriorityLow:
+		return nil, invalidf("executor pod %s: job %s is a %s %s job: only executors of normal and high spark jobs preempt", c.Pod, j.ID, j.Priority, j.Kind)
+	case j.State != structs.JobScheduled && j.State != structs.JobRunning:
+		return nil, invalidf("executor pod %s: job %s is %s: only a started job's executors preempt", c.Pod, j.ID, j.State)
+	case c.Pod == "" || len(c.Preemptions) == 0:
+		return nil, invalidf("executor preemption for job %s: a pod name and at least one preemption are needed", j.ID)
+	case r.Kind != sched.ReserveExecutor || r.Job != j.ID || r.Executor != c.Pod:
+		return nil, invalidf("executor pod %s: the reservation must be of kind %s for job %s and pod %s", c.Pod, sched.ReserveExecutor, j.ID, c.Pod)
+	}
+	d := s.Tasks[c.Driver]
+	if d == nil || d.Job != j.ID || d.Executor != "" || d.Attempt != j.Attempt ||
+		(d.State != structs.TaskScheduled && d.State != structs.TaskRunning) {
+		return nil, invalidf("executor pod %s: task %s is not the live driver of job %s's attempt %d", c.Pod, c.Driver, j.ID, j.Attempt)
+	}
+	live := 0
+	for _, t := range s.TasksOf(j.ID) {
+		if t.Executor == c.Pod && t.State.HoldsResources() {
+			return nil, fmt.Errorf("executor pod %s is task %s already: %w", c.Pod, t.ID, ErrExists)
+		}
+		if t.Attempt == j.Attempt && t.Executor != "" && t.State.HoldsResources() && t.State != structs.TaskStopping {
+			live++
+		}
+	}
+	if live >= j.Spark.MaxExecutors() {
+		return nil, invalidf("executor pod %s: job %s already runs %d executors, its most", c.Pod, j.ID, live)
+	}
+	for _, o := range s.Reservations {
+		if o.Kind == sched.ReserveExecutor && o.Job == j.ID && o.Executor == c.Pod {
+			return nil, fmt.Errorf("executor pod %s: room is held for it on node %s already: %w", c.Pod, o.Node, ErrExists)
+		}
+	}
+	ask := j.Spark.ExecutorResources()
+	if r.Resources.Accels != 0 && r.Resources.Accels > ask.Accels || r.Resources.Accels == 0 && (r.Resources.MilliCPU > ask.MilliCPU || r.Resources.Memory > ask.Memory) ||
+		r.Resources.MilliCPU < 0 || r.Resources.Memory < 0 || r.Resources.Accels < 0 {
+		return nil, invalidf("executor pod %s: reservation %s is more than job %s's executor (%s)", c.Pod, r.Resources, j.ID, ask)
+	}
+	if err := s.checkNear(r.Node, s.Nodes[d.Node]); err != nil {
+		return nil, fmt.Errorf("executor pod %s: %w", c.Pod, err)
+	}
+	seen := map[structs.JobID]bool{}
+	for _, p := range c.Preemptions {
+		v := s.Jobs[p.Victim]
+		switch {
+		case p.Preemptor != j.ID || seen[p.Victim]:
+			return nil, invalidf("executor pod %s: preemption of %s names preemptor %s (want %s, each victim once)", c.Pod, p.Victim, p.Preemptor, j.ID)
+		case v == nil || v.State.Ended() || v.Priority != structs.PriorityLow:
+			return nil, invalidf("executor pod %s: job %s is no running low-priority job: only those are preempted", c.Pod, p.Victim)
+		case !s.liveTasks(v.ID):
+			return nil, fmt.Errorf("executor pod %s: job %s holds nothing to free any more: %w", c.Pod, p.Victim, ErrNoRoom)
+		}
+		seen[p.Victim] = true
+	}
+	for _, p := range c.Preemptions {
+		s.stopVictim(p)
+	}
+	r.Made, r.Freed = s.Index, time.Time{}
+	s.Reservations = append(slices.Clone(s.Reservations), r)
+	return nil, nil
+}
+
+// liveTasks reports whether job id has tasks Scheduled or Running.
+func (s *State) liveTasks(id structs.JobID) bool {
+	for _, t := range s.TasksOf(id) {
+		if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// stopVictim stops every live task of low job p.Victim for p.Preemptor
+// (it is requeued once they have stopped).
+func (s *State) stopVictim(p sched.Preemption) {
+	v := s.Jobs[p.Victim]
+	if v == nil || v.State.Ended() || v.Priority != structs.PriorityLow {
+		return
+	}
+	for _, t := range s.TasksOf(p.Victim) {
+		if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {
+			s.putTask(t.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, structs.StopPreempted })
+		}
+	}
+	s.putJob(p.Victim, func(j *structs.Job) { j.Reason = "preempted by " + string(p.Preemptor) })
+}
+
+// checkNear checks that node is ready and in the cluster of near.
+func (s *State) checkNear(node structs.NodeID, near *structs.Node) error {
+	n := s.Nodes[node]
+	switch {
+	case n == nil || (n.State != structs.NodeReady && n.State != ""):
+		return fmt.Errorf("node %s is gone or not ready: %w", node, ErrNoRoom)
+	case near != nil && n.Cluster != near.Cluster:
+		return invalidf("node %s is in cluster %s, not its driver's (%s)", node, n.Cluster, near.Cluster)
+	}
+	return nil
+}
+
+// keepReservations is the reservations after plan p: those p keeps of
+// jobs still pending; an executor's only while its job runs, and only if
+// it still exists (taken or dropped since p's snapshot, it stays gone);
+// and the executors' made after p's snapshot, which p did not see.
+func (s *State) keepReservations(p *sched.Plan) []sched.Reservation {
+	old := s.Reservations
+	var out []sched.Reservation
+	for _, r := range p.Reservations {
+		j := s.Jobs[r.Job]
+		if j == nil || s.Nodes[r.Node] == nil {
+			continue
+		}
+		if r.Kind != sched.ReserveExecutor {
+			if j.State == structs.JobPending {
+				out = append(out, r)
+			}
+			continue
+		}
+		if (j.State == structs.JobScheduled || j.State == structs.JobRunning) && slices.ContainsFunc(old, func(o sched.Reservation) bool {
+			return o.Kind == sched.ReserveExecutor && o.Job == r.Job && o.Executor == r.Executor && o.Made == r.Made
+		}) {
+			out = append(out, r)
+		}
+	}
+	for _, o := range old {
+		if o.Kind == sched.ReserveExecutor && o.Made > p.Index {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// dropExecutorReservation drops the room held for executor Pod pod of job
+// id (it took its place).
+func (s *State) dropExecutorReservation(id structs.JobID, pod string) {
+	s.Reservations = slices.DeleteFunc(slices.Clone(s.Reservations), func(r sched.Reservation) bool {
+		return r.Kind == sched.ReserveExecutor && r.Job == id && r.Executor == pod
+	})
+}
