@@ -39,7 +39,7 @@ func commonServerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "http-addr", Value: "127.0.0.1:7070", Usage: "host:port the HTTP API listens on"},
 		&cli.StringFlag{Name: "data-dir", Usage: "Raft log, snapshots and task directories"},
 		&cli.StringFlag{Name: "tokens", Usage: "tokens file: users: [{name, token, admin}]"},
-		&cli.StringFlag{Name: "cluster-config", Usage: "YAML of clusters, pools, nodes and quotas that seeds a new cluster (ignored once it exists)"},
+		&cli.StringFlag{Name: "cluster-config", Usage: "YAML of clusters, pools, nodes and quotas that seeds a new cluster (ignored once it exists), and how this server reaches its kubernetes clusters (read at every start: give every server the same)"},
 		&cli.DurationFlag{Name: "heartbeat-ttl", Value: server.DefaultHeartbeatTTL, Usage: "a task silent this long is lost"},
 		&cli.DurationFlag{Name: "cycle", Value: server.DefaultCycle, Usage: "scheduling period"},
 		&cli.DurationFlag{Name: "retention", Value: server.DefaultRetention, Usage: "how long ended jobs are kept"},

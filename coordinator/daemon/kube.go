@@ -65,10 +65,12 @@ type router struct {
 	kube  map[structs.ClusterID]*kube.Backend
 }
 
-// clusterOf returns the backend of the cluster task id's node (or, for
-// Start, node) belongs to.
+// backendFor returns the backend of the cluster task id's node (or, for
+// Start, node) belongs to: its kubernetes backend, noKube for a
+// kubernetes cluster this server has no client for, else the local one.
 func (r *router) backendFor(node structs.NodeID, id structs.TaskID) server.Backend {
 	var c structs.ClusterID
+	var isKube bool
 	r.srv.Read(func(s *state.State) {
 		if node == "" {
 			if t := s.Tasks[id]; t != nil {
@@ -78,11 +80,55 @@ func (r *router) backendFor(node structs.NodeID, id structs.TaskID) server.Backe
 		if n := s.Nodes[node]; n != nil {
 			c = n.Cluster
 		}
+		if cl := s.Clusters[c]; cl != nil {
+			isKube = cl.Backend == "kubernetes"
+		}
 	})
 	if b := r.kube[c]; b != nil {
 		return b
 	}
+	if isKube {
+		return noKube{cluster: c, server: r.srv.ID()}
+	}
 	return r.local
+}
+
+// noKube is the backend of a kubernetes cluster that this server's
+// --cluster-config does not name (a server started without it, or a
+// cluster added later with cluster set): it starts and stops nothing,
+// never a local process in the cluster's stead, and says why. The task
+// waits, Scheduled, for a leader that has a client for the cluster.
+type noKube struct {
+	cluster structs.ClusterID
+	server  string
+}
+
+func (n noKube) err(id structs.TaskID) error {
+	return fmt.Errorf("task %s: cluster %s is a kubernetes cluster and server %s has no client for it: its --cluster-config does not name the cluster: start every server with the --cluster-config that names the cluster (kubeconfig, namespace)",
+		id, n.cluster, n.server)
+}
+
+func (n noKube) Start(t *structs.Task, _ *structs.Job, _ string) error { return n.err(t.ID) }
+
+func (n noKube) Stop(id structs.TaskID, _ time.Duration) error { return n.err(id) }
+
+// warnNoKube logs, each term of leadership, the kubernetes clusters of the
+// state that this server has no client for: their tasks are not started
+// and their Nodes not followed while it leads.
+func (r *router) warnNoKube(log *slog.Logger) {
+	var missing []structs.ClusterID
+	r.srv.Read(func(s *state.State) {
+		for name, c := range s.Clusters {
+			if c.Backend == "kubernetes" && r.kube[name] == nil {
+				missing = append(missing, name)
+			}
+		}
+	})
+	slices.Sort(missing)
+	for _, c := range missing {
+		log.Error("leading without a client for a kubernetes cluster: its tasks are not started and its nodes not followed while this server leads; start every server with the --cluster-config that names it",
+			"cluster", c)
+	}
 }
 
 func (r *router) Start(t *structs.Task, j *structs.Job, token string) error {
@@ -100,8 +146,11 @@ func (r *router) Stop(id structs.TaskID, grace time.Duration) error {
 // none as ever. Spark executors are the executor loop's to bind; local
 // tasks are processes of the server that placed them.
 func (r *router) Adopts(t *structs.Task) bool {
-	_, kube := r.backendFor(t.Node, t.ID).(*kube.Backend)
-	return kube && t.Executor == ""
+	switch r.backendFor(t.Node, t.ID).(type) {
+	case *kube.Backend, noKube:
+		return t.Executor == ""
+	}
+	return false
 }
 
 // gangOf lists the tasks of t's job and attempt, and whether they are all
@@ -159,7 +208,8 @@ func kubeClient(c *structs.Cluster, ks kubeSettings) (kubernetes.Interface, erro
 // returns the router over them and lb, with a function that has the
 // leader follow their Nodes into the state (to call once the clusters
 // exist in it; from then on in every term of leadership) and one that
-// closes the backends. Without kubernetes clusters it returns lb.
+// closes the backends. Without kubernetes clusters the router sends every
+// task to lb, but never one on a kubernetes cluster of the state (noKube).
 func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Server, lb *LocalBackend, apply kube.ApplyFunc,
 	coordinators string, every time.Duration, cfg Config, log *slog.Logger) (server.Backend, func(), func(), error) {
 	r := &router{srv: srv, local: lb, kube: map[structs.ClusterID]*kube.Backend{}}
@@ -168,8 +218,12 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 			b.Close()
 		}
 	}
+	// Even without kubernetes clusters of its own, tasks go through the
+	// router: one on a kubernetes cluster of the state is never run as a
+	// local process (noKube).
+	srv.AddLeaderWork(func(context.Context) { r.warnNoKube(log) })
 	if cc == nil {
-		return lb, func() {}, closeAll, nil
+		return r, func() {}, closeAll, nil
 	}
 	clients := map[structs.ClusterID]kubernetes.Interface{}
 	for i := range cc.Clusters {
@@ -215,7 +269,7 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 		clients[c.Name] = client
 	}
 	if len(r.kube) == 0 {
-		return lb, func() {}, closeAll, nil
+		return r, func() {}, closeAll, nil
 	}
 	follow := func() {
 		srv.AddLeaderWork(func(ctx context.Context) { followNodes(ctx, clients, apply, log) })

@@ -131,6 +131,9 @@ func (v *volumes) DeleteVolume(ctx context.Context, cluster structs.ClusterID, n
 // namespace (server.ClaimFinder): a job's volumes pin it to a cluster
 // holding them all, and local clusters hold none.
 func (r *router) Claims(names []string) map[structs.ClusterID]map[string]bool {
+	if len(r.kube) == 0 {
+		return nil // local clusters only: volumes unchecked
+	}
 	out := make(map[structs.ClusterID]map[string]bool, len(r.kube))
 	for c, b := range r.kube {
 		out[c] = b.Claims(names)
