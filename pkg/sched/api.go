@@ -122,9 +122,9 @@ type Reservation struct {
 	// reservation: a plan computed on an earlier snapshot did not see it
 	// and keeps it as it is.
 	Made uint64 `json:",omitempty"`
-	// Freed is when a cycle first saw the victims of an executor
-	// reservation gone; it lapses ExecutorHold later if the executor has
-	// not taken it.
+	// Freed is when a cycle first saw no task stopping on the node of an
+	// executor reservation (its victims gone); it lapses ExecutorHold
+	// later if the executor has not taken it.
 	Freed time.Time `json:",omitzero"`
 }
 

@@ -12,8 +12,8 @@ import (
 // on the nodes its job and its Pod allow in its driver's cluster and
 // pool. Its job runs, so the room freed is reserved for the executor
 // itself (ReserveExecutor, keyed by job and Pod): held while the victims
-// stop and ExecutorHold after, until the executor takes it, or its job
-// stops running.
+// (or any task on its node) stop and ExecutorHold after, until the
+// executor takes it, or its job stops running.
 
 // execKey names one executor Pod of one job.
 type execKey struct {

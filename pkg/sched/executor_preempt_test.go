@@ -125,7 +125,7 @@ func TestExecutorPreempts(t *testing.T) {
 
 // The room freed for an executor that never comes lapses ExecutorHold
 // after its victims have gone (held through that last cycle); then the
-// requeued victim takes it back.
+// requeued victim takes it back. Tasks stopping on its node keep it.
 func TestExecutorReservationLapses(t *testing.T) {
 	h, driver := sparkRun(t, structs.PriorityNormal)
 	j := h.Job("s")
@@ -143,6 +143,25 @@ func TestExecutorReservationLapses(t *testing.T) {
 	p = h.Cycle()
 	require.Len(t, p.Placements, 1)
 	assert.Equal(t, []string{"n2"}, h.NodesOf("c"))
+
+	// While other tasks on its node stop (their rooms count against what
+	// is free there), it is held, and ExecutorHold runs again after.
+	h, driver = sparkRun(t, structs.PriorityNormal)
+	j = h.Job("s")
+	pre, r, err = sched.PreemptForExecutor(h.Snap, j, driver, sched.ExecutorPod{Name: "exec-1", Requests: j.Spark.ExecutorResources()})
+	require.NoError(t, err)
+	preemptFor(h, pre, r)
+	h.Settle()
+	require.False(t, h.Cycle().Reservations[0].Freed.IsZero())
+	h.Tasks("b")[0].State = structs.TaskStopping
+	h.Advance(sched.ExecutorHold)
+	p = h.Cycle()
+	require.Len(t, p.Reservations, 1)
+	assert.True(t, p.Reservations[0].Freed.IsZero(), "b stops on its node")
+	h.Settle()
+	h.Advance(sched.ExecutorHold - 1)
+	require.Len(t, h.Cycle().Reservations, 1)
+	require.Len(t, h.Cycle().Reservations, 1)
 
 	// A job that stops running drops its executors' reservations.
 	h, driver = sparkRun(t, structs.PriorityNormal)

@@ -222,12 +222,17 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		if expiring[r.Job] && r.Kind == ReservePreemption {
 			continue
 		}
-		if r.Kind == ReserveExecutor && !stopping[r.Node] {
-			// Its victims are gone: held ExecutorHold more for the
-			// executor, which is placed when its Pod is next tried.
-			if r.Freed.IsZero() {
+		if r.Kind == ReserveExecutor {
+			// Held while tasks on its node stop (its victims, or others'
+			// whose rooms count against what is free there), then
+			// ExecutorHold more for the executor, which is placed when
+			// its Pod is next tried.
+			switch {
+			case stopping[r.Node]:
+				r.Freed = time.Time{}
+			case r.Freed.IsZero():
 				r.Freed = in.Now
-			} else if !in.Now.Before(r.Freed.Add(ExecutorHold)) {
+			case !in.Now.Before(r.Freed.Add(ExecutorHold)):
 				continue
 			}
 		}
