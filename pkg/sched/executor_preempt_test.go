@@ -224,3 +224,36 @@ func TestExecutorPreemptsNothing(t *testing.T) {
 		assert.Equal(t, structs.TaskRunning, tk.State, "task %s untouched", tk.ID)
 	}
 }
+
+// A high job's executor, in its project's pool like its driver, evicts the
+// low jobs borrowing that pool, and nothing in the public pool.
+func TestExecutorOfHighJobPreempts(t *testing.T) {
+	v1, v2, pub := st.CPUNode("v1", 16, 64), st.CPUNode("v2", 16, 64), st.CPUNode("p1", 16, 64)
+	v1.Pool, v2.Pool = "vision", "vision"
+	h := st.New(t, v1, v2, pub)
+	h.Pool(&structs.Pool{Name: "vision", Project: "vision", Members: []structs.UserID{"u1"}, LendIdle: true})
+	s := st.NewJob("s", "u1").Kind(structs.KindSpark).CPU(2, 4).Project("vision").High().Node("v1").Obj()
+	s.Spark = &structs.Spark{MainApplicationFile: "local:///a.py", Executor: structs.SparkExecutor{Instances: 2, Cores: 4, Memory: 8 * st.Gi, MemoryOverhead: st.Gi}}
+	h.MustSubmit(s)
+	h.Cycle()
+	h.MustSubmit(st.NewJob("a", "u2").Low().CPU(14, 8).Node("v1").Obj())
+	h.MustSubmit(st.NewJob("b", "u2").Low().CPU(16, 8).Node("v2").Obj())
+	h.MustSubmit(st.NewJob("c", "u2").Low().CPU(13, 8).Node("p1").Obj())
+	h.Cycle()
+	require.Equal(t, []string{"v1"}, h.NodesOf("a"))
+	require.Equal(t, []string{"p1"}, h.NodesOf("c"))
+	j, driver := h.Job("s"), h.Tasks("s")[0]
+	require.Equal(t, structs.PoolID("vision"), driver.Pool)
+	pod := sched.ExecutorPod{Name: "exec-1", Requests: j.Spark.ExecutorResources()}
+	pre, r, err := sched.PreemptForExecutor(h.Snap, j, driver, pod)
+	require.NoError(t, err)
+	assert.Equal(t, []sched.Preemption{{Victim: "a", Preemptor: "s", Tasks: []structs.TaskID{"a-0-a0"}}}, pre, "the least lost in its pool; c, smaller, is in the public pool")
+	assert.Equal(t, sched.Reservation{Job: "s", Node: "v1", Resources: structs.Resources{MilliCPU: 4000, Memory: 9 * st.Gi},
+		Kind: sched.ReserveExecutor, Executor: "exec-1"}, r)
+	preemptFor(h, pre, r)
+	h.Settle()
+	h.Cycle()
+	tp, err := sched.PlaceExecutor(h.Snap, j, driver, pod)
+	require.NoError(t, err)
+	assert.Equal(t, sched.TaskPlacement{Index: -1, Node: "v1", Pool: "vision", Resources: r.Resources}, tp)
+}
