@@ -37,6 +37,9 @@ func (s *server) volumeStore() (VolumeStore, error) {
 	return s.volumes, nil
 }
 
+// minVolumeSize is the smallest volume volume create makes: 1Mi.
+const minVolumeSize = 1 << 20
+
 // createVolume: POST /v1/volumes (any user; the volume is theirs).
 func (s *server) createVolume(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
 	vs, err := s.volumeStore()
@@ -53,6 +56,11 @@ func (s *server) createVolume(_ http.ResponseWriter, r *http.Request, c caller) 
 	q, err := resource.ParseQuantity(strings.TrimSpace(string(spec.Size)))
 	if err != nil || q.Sign() <= 0 || q.Value() <= 0 {
 		return 0, nil, errorf(http.StatusBadRequest, "volume size %q is not allowed: use a quantity above 0 such as 100Gi", spec.Size)
+	}
+	// "1.5" or "100" is bytes: Kubernetes would round 1.5 up to a
+	// volume of 2 bytes. No one means that.
+	if q.CmpInt64(q.Value()) != 0 || q.Value() < minVolumeSize {
+		return 0, nil, errorf(http.StatusBadRequest, "volume size %q is not allowed: a size without a unit is in bytes; use at least 1Mi in whole bytes, such as 100Gi", spec.Size)
 	}
 	v, err := vs.CreateVolume(r.Context(), spec.Cluster, spec.Name, q.Value(), c.user)
 	if err != nil {

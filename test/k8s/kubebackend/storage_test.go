@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -49,6 +50,12 @@ func TestStorage(t *testing.T) {
 	assert.EqualError(t, err, `volume "imagenet" in cluster k8s already exists`)
 	_, err = co.run(t, "volume", "create", "scratch", "--size", "0")
 	assert.EqualError(t, err, `volume size "0" is not allowed: use a quantity above 0 such as 100Gi`)
+	for _, size := range []string{"1.5", "100", "1023Ki", "0.5Mi"} { // bytes, not Gi: Kubernetes made "1.5" a volume of 2 bytes
+		_, err = co.run(t, "volume", "create", "scratch", "--size", size)
+		assert.EqualError(t, err, `volume size "`+size+`" is not allowed: a size without a unit is in bytes; use at least 1Mi in whole bytes, such as 100Gi`)
+	}
+	_, err = c.Admin.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "scratch", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "no claim made: %v", err)
 	_, err = co.run(t, "volume", "create", "scratch", "--size", "1Gi", "--cluster", "elsewhere")
 	assert.EqualError(t, err, `cluster "elsewhere" is not a kubernetes cluster: use one of k8s`)
 	id := co.submit(t, `kind: command
