@@ -55,6 +55,9 @@ type Config struct {
 	// WorkDir holds the local backend's task directories; default
 	// DataDir/work.
 	WorkDir string
+	// TaskDirSweep is how often the directories of tasks the state no
+	// longer has (their jobs expired) are removed; default a minute.
+	TaskDirSweep time.Duration
 	// Atom is the atom binary the local backend runs each command under;
 	// empty runs commands bare (the backend then reports for them).
 	Atom string
@@ -190,6 +193,7 @@ func Start(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	srv.SetBackend(be)
+	go sweepTaskDirs(ctx, run, fw, cmp.Or(cfg.TaskDirSweep, time.Minute), log)
 
 	mux := http.NewServeMux()
 	fw.internal(mux)
