@@ -191,8 +191,20 @@ func run(c *cli.Context) error {
 		}
 		child = l
 	}
+	watch, err := watchMPI(ex, log) // an MPI launcher: which rank failed, where
+	if err != nil {
+		cancel()
+		return fail(exitNoStart, err.Error())
+	}
 	if len(ex.Argv) > 0 {
-		ch, err := supervise.Start(ex.Argv, envList(extra), reaper)
+		stderr := os.Stderr
+		if watch != nil {
+			stderr = watch.w
+		}
+		ch, err := supervise.StartWith(ex.Argv, envList(extra), reaper, stderr)
+		if watch != nil {
+			watch.started()
+		}
 		if err != nil {
 			cancel()
 			return fail(exitNoStart, err.Error())
@@ -235,6 +247,10 @@ func run(c *cli.Context) error {
 		}
 	}
 	code := child.ExitCode()
+	rankFailed := ""
+	if watch != nil {
+		rankFailed = watch.explain() // mpirun's report is in the log before atom ends
+	}
 	if rep != nil && !hbDone {
 		<-hb // the last Running beat goes before the final report
 	}
@@ -244,6 +260,9 @@ func run(c *cli.Context) error {
 		msg := "" // the exit code says it all
 		if d := child.Describe(); !strings.HasPrefix(d, "exit code") {
 			msg = d
+		}
+		if rankFailed != "" {
+			msg = rankFailed
 		}
 		final(structs.TaskFailed, code, msg)
 	}

@@ -92,6 +92,12 @@ func TestC04LauncherWaitsForEveryWorker(t *testing.T) {
 	require.NoError(t, r.err)
 	assert.Contains(t, strings.Join(r.ex.Argv, " "), "-np 3 ")
 	assert.Equal(t, task.Dir+"/"+mpi.HostsName, r.ex.Env["ATOM_RSH_HOSTS"])
+	assert.Equal(t, task.Dir+"/"+mpi.RanksName, r.ex.Env[mpi.RanksEnv])
+	l, err := mpi.ReadLayout(r.ex.Env[mpi.RanksEnv])
+	require.NoError(t, err)
+	assert.Equal(t, []mpi.Replica{{Index: 0, Task: string(tasks[0].ID), Host: "localhost"},
+		{Index: 1, Task: string(tasks[1].ID), Node: string(tasks[1].Node), Host: string(tasks[1].ID)},
+		{Index: 2, Task: string(tasks[2].ID), Node: string(tasks[2].Node), Host: string(tasks[2].ID)}}, l.Replicas)
 }
 
 // C04 (requirement): a worker that never becomes ready fails the launcher

@@ -81,9 +81,13 @@ func (j JobType) Prepare(ctx context.Context, _ string, t plugin.Task) (plugin.E
 	if err != nil {
 		return plugin.Exec{}, err
 	}
+	ranks, err := writeLayout(t.Dir, t, workers, o)
+	if err != nil {
+		return plugin.Exec{}, err
+	}
 	return plugin.Exec{
 		Argv: Argv(t, o, hostfile, loopback(workers)),
-		Env:  map[string]string{"ATOM_RSH_HOSTS": hosts},
+		Env:  map[string]string{"ATOM_RSH_HOSTS": hosts, RanksEnv: ranks},
 	}, nil
 }
 
@@ -233,7 +237,10 @@ func loopback(workers []wire.Peer) bool {
 }
 
 // Argv is the mpirun line: np = replicas × slots over the hostfile, atom
-// rsh as the launch agent, then the job's mpirun args and program. On one
+// rsh as the launch agent, then the job's mpirun args and program. Ranks
+// fill the hostfile's hosts in order (--map-by slot: rank r on replica
+// r/slots, what a failure report relies on) unless the job's mpirunArgs
+// choose the mapping. On one
 // machine (all loopback) MPI traffic stays on lo and ranks are not bound
 // to cores, since several "hosts" share the cores.
 func Argv(t plugin.Task, o Options, hostfile string, local bool) []string {
@@ -251,6 +258,9 @@ func Argv(t plugin.Task, o Options, hostfile string, local bool) []string {
 		// orted daemonizes by default, which would detach the ranks from
 		// the worker's atom: the worker would end while its ranks run.
 		"--leave-session-attached",
+	}
+	if !UserMaps(o.MpirunArgs) {
+		argv = append(argv, "--map-by", "slot")
 	}
 	if os.Geteuid() == 0 {
 		argv = append(argv, "--allow-run-as-root")

@@ -53,12 +53,44 @@ func TestHostsAndArgv(t *testing.T) {
 	if os.Geteuid() == 0 {
 		root = []string{"--allow-run-as-root"}
 	}
-	want := append(append([]string{"mpirun", "--hostfile", hostfile, "-np", "6", "--mca", "plm_rsh_agent", "/app/atom rsh", "--mca", "plm_rsh_no_tree_spawn", "1", "--leave-session-attached"}, root...),
+	want := append(append([]string{"mpirun", "--hostfile", hostfile, "-np", "6", "--mca", "plm_rsh_agent", "/app/atom rsh", "--mca", "plm_rsh_no_tree_spawn", "1", "--leave-session-attached", "--map-by", "slot"}, root...),
 		"-x", "NCCL_DEBUG", "./allreduce", "x")
 	assert.Equal(t, want, Argv(task, o, hostfile, false))
 	local := Argv(task, o, hostfile, true)
 	assert.Equal(t, []string{"--bind-to", "none", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo"},
 		local[len(want)-4:len(want)-4+11])
+
+	// The job's own mapping: atom pins none.
+	o.MpirunArgs = []string{"--map-by", "node"}
+	want = append(append([]string{"mpirun", "--hostfile", hostfile, "-np", "6", "--mca", "plm_rsh_agent", "/app/atom rsh", "--mca", "plm_rsh_no_tree_spawn", "1", "--leave-session-attached"}, root...),
+		"--map-by", "node", "./allreduce", "x")
+	assert.Equal(t, want, Argv(task, o, hostfile, false))
+}
+
+// The launcher writes which replica runs which ranks, in hostfile order,
+// for atom to name a failed rank's replica.
+func TestLayoutFile(t *testing.T) {
+	dir := t.TempDir()
+	workers := []wire.Peer{{Task: "j-1-bb", Index: 1, Node: "cpu-2", Endpoint: "127.0.0.1:4001"}, {Task: "j-2-cc", Index: 2, Node: "cpu-1", Endpoint: "127.0.0.1:4002"}}
+	task := plugin.Task{ID: "j-0-aa", Replicas: 3, Env: map[string]string{"ATOM_NODE": "cpu-1"}}
+	path, err := writeLayout(dir, task, workers, Options{Slots: 2})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, RanksName), path)
+	l, err := ReadLayout(path)
+	require.NoError(t, err)
+	assert.Equal(t, Layout{Mapped: true, Slots: 2, Replicas: []Replica{
+		{Index: 0, Task: "j-0-aa", Node: "cpu-1", Host: "localhost"},
+		{Index: 1, Task: "j-1-bb", Node: "cpu-2", Host: "j-1-bb"},
+		{Index: 2, Task: "j-2-cc", Node: "cpu-1", Host: "j-2-cc"},
+	}}, l)
+	path, err = writeLayout(dir, task, workers, Options{Slots: 2, MpirunArgs: []string{"-npernode", "1"}})
+	require.NoError(t, err)
+	l, err = ReadLayout(path)
+	require.NoError(t, err)
+	assert.False(t, l.Mapped)
+
+	_, err = ReadLayout(filepath.Join(dir, "missing.json"))
+	assert.ErrorContains(t, err, "read the MPI rank layout: open "+filepath.Join(dir, "missing.json"))
 }
 
 func TestOptionsFromTheJob(t *testing.T) {

@@ -24,11 +24,17 @@ type Child struct {
 // ("K=V"). With a reaper, the reaper waits for the process (atom is PID 1
 // or a subreaper); otherwise Start's own goroutine does.
 func Start(argv []string, extra []string, r *reap.Reaper) (*Child, error) {
+	return StartWith(argv, extra, r, os.Stderr)
+}
+
+// StartWith is Start with the process's stderr going to stderr (a file:
+// the process writes to it directly, with no copying in between).
+func StartWith(argv []string, extra []string, r *reap.Reaper, stderr *os.File) (*Child, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("start: no command given: atom run -- CMD [ARGS...]")
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, stderr
 	cmd.Env = append(os.Environ(), extra...)
 	c := &Child{cmd: cmd, done: make(chan struct{})}
 	if r != nil {

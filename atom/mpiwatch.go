@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/atom-sched/atom/pkg/plugin"
+	"github.com/atom-sched/atom/plugins/mpi"
+)
+
+// drainFor bounds how long atom waits, once the job has ended, for the
+// rest of mpirun's stderr (a process left behind may hold the pipe).
+const drainFor = 2 * time.Second
+
+// mpiWatch passes an MPI launcher's stderr (mpirun's) through to atom's
+// own, unchanged and as it comes, and watches it for Open MPI's report of
+// the rank whose failure ended the job, so that the task's end can name
+// that rank's replica, task and node.
+type mpiWatch struct {
+	layout mpi.Layout
+	seen   mpi.Watcher
+	r, w   *os.File // the pipe: mpirun writes w, atom reads r
+	done   chan struct{}
+}
+
+// watchMPI starts watching when the job type asked for it (an MPI
+// launcher: ex.Env names the rank layout); nil otherwise.
+func watchMPI(ex plugin.Exec, log *slog.Logger) (*mpiWatch, error) {
+	path := ex.Env[mpi.RanksEnv]
+	if path == "" || len(ex.Argv) == 0 {
+		return nil, nil
+	}
+	l, err := mpi.ReadLayout(path)
+	if err != nil { // the failed rank is still named, without its replica
+		log.Warn("an MPI failure will not name the rank's replica", "err", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("a pipe for mpirun's stderr: %w", err)
+	}
+	m := &mpiWatch{layout: l, r: r, w: w, done: make(chan struct{})}
+	go m.copy()
+	return m, nil
+}
+
+// copy passes each read on at once: no line buffering, no delay.
+func (m *mpiWatch) copy() {
+	defer close(m.done)
+	defer m.r.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := m.r.Read(buf)
+		if n > 0 {
+			_, _ = os.Stderr.Write(buf[:n])
+			_, _ = m.seen.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// started drops atom's copy of the write end once mpirun has its own (or
+// failed to start), so the pipe ends when mpirun and its children do.
+func (m *mpiWatch) started() { _ = m.w.Close() }
+
+// explain waits (at most drainFor) for the rest of mpirun's stderr and
+// says which rank failed, where; "" when Open MPI reported none.
+func (m *mpiWatch) explain() string {
+	m.drain()
+	f, ok := m.seen.Failure()
+	if !ok {
+		return ""
+	}
+	host, _ := os.Hostname()
+	host, _, _ = strings.Cut(host, ".") // Open MPI names nodes without their domain
+	return m.layout.Explain(f, host)
+}
+
+// drain waits, at most drainFor, until all of mpirun's stderr is passed on.
+func (m *mpiWatch) drain() {
+	t := time.NewTimer(drainFor)
+	defer t.Stop()
+	select {
+	case <-m.done:
+	case <-t.C:
+	}
+}
