@@ -93,6 +93,14 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 			}},
 		},
 	}
+	if j.Kind == structs.KindSpark && j.Spark != nil && j.Spark.ServiceAccount != "" {
+		// The driver runs spark-submit in client mode: Spark's Kubernetes
+		// client asks the API server for executor Pods with the Pod's own
+		// service-account token (in-cluster, as fabric8 finds it), so the
+		// driver runs as the job's spark.serviceAccount, token mounted.
+		p.Spec.ServiceAccountName = j.Spark.ServiceAccount
+		p.Spec.AutomountServiceAccountToken = new(true)
+	}
 	if b.cfg.Grace > 0 {
 		g := int64(math.Ceil(b.cfg.Grace.Seconds()))
 		p.Spec.TerminationGracePeriodSeconds = &g

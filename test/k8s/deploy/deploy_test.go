@@ -97,6 +97,7 @@ func TestManifestsApply(t *testing.T) {
 		"PriorityClass /atom-high", "PriorityClass /atom-normal", "PriorityClass /atom-low",
 		"StorageClass /ceph-rbd", "StorageClass /local-path",
 		"Namespace /atom-jobs", "ResourceQuota atom-jobs/atom-jobs",
+		"ServiceAccount atom-jobs/spark", "Role atom-jobs/spark-driver", "RoleBinding atom-jobs/spark-driver",
 		"ConfigMap atom/atom-cluster-config",
 		"Service atom/atom-coordinator-peers", "Service atom/atom-coordinator", "StatefulSet atom/atom-coordinator",
 		"PodDisruptionBudget atom/atom-coordinator",
@@ -252,4 +253,24 @@ func checkRBAC(ctx context.Context, t *testing.T, c *k8stest.Cluster) {
 	}
 	assert.False(t, may("delete", nodes, ""), "nodes delete")
 	assert.False(t, may("update", nodes, ""), "nodes update")
+
+	// Spark drivers (service account atom-jobs/spark) ask for their
+	// executor Pods and their ConfigMap in atom-jobs, and nothing else.
+	spark := func(ns, verb string, gr schema.GroupResource) bool {
+		r, err := c.Admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authv1.SubjectAccessReview{
+			Spec: authv1.SubjectAccessReviewSpec{User: "system:serviceaccount:atom-jobs:spark",
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:atom-jobs"},
+				ResourceAttributes: &authv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: gr.Group, Resource: gr.Resource}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return r.Status.Allowed
+	}
+	configMaps := schema.GroupResource{Resource: "configmaps"}
+	for _, v := range []string{"create", "delete", "get", "list", "watch", "deletecollection"} {
+		assert.True(t, spark("atom-jobs", v, pods), "spark: pods %s", v)
+		assert.True(t, spark("atom-jobs", v, configMaps), "spark: configmaps %s", v)
+	}
+	assert.False(t, spark("atom", "create", pods), "spark: pods create in atom")
+	assert.False(t, spark("atom-jobs", "get", secrets), "spark: secrets get")
+	assert.False(t, spark("", "list", nodes), "spark: nodes list")
 }

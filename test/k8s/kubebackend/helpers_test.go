@@ -30,6 +30,10 @@ func prepare(t *testing.T, c *k8stest.Cluster) {
 	c.ApplyFile(t, repoFile(t, "deploy/rbac.yaml"))
 	c.ApplyFile(t, repoFile(t, "deploy/priorityclasses.yaml"))
 	c.CreateNamespace(t, ns)
+	// Spark drivers' service account (deploy/namespace-atom-jobs.yaml).
+	_, err := c.Admin.CoreV1().ServiceAccounts(ns).Create(context.Background(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: structs.DefaultSparkServiceAccount, Namespace: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		_, err := c.Coordinator.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		return err == nil

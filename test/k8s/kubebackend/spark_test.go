@@ -3,6 +3,7 @@ package kubebackend_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -135,6 +136,15 @@ func TestSparkExecutors(t *testing.T) {
 		charged := structs.ResourceList{structs.KeyCPU: 18000, structs.KeyMemory: 40 << 30}
 		assert.Equal(t, charged, usage())
 		d := driverPod(t, c, id)
+		// The driver asks the API server for executors with its Pod's
+		// token of the job's service account (Spark's client mode, in
+		// cluster): mounted where Spark's Kubernetes client finds it.
+		assert.Equal(t, structs.DefaultSparkServiceAccount, d.Spec.ServiceAccountName)
+		require.NotNil(t, d.Spec.AutomountServiceAccountToken)
+		assert.True(t, *d.Spec.AutomountServiceAccountToken)
+		assert.True(t, slices.ContainsFunc(d.Spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.MountPath == "/var/run/secrets/kubernetes.io/serviceaccount"
+		}), "the API server mounts the service account's token: %+v", d.Spec.Containers[0].VolumeMounts)
 		// One asking more than the job's executor (charged for 4 CPUs):
 		// deleted, never bound.
 		executorOf(t, c, id, d, "clean-exec-big", "5")
