@@ -67,6 +67,7 @@ func App() *cli.App {
 		},
 		Commands:             append(clientCommands(), serverCommands...),
 		EnableBashCompletion: true,
+		Suggest:              true, // "job lst": Did you mean 'list'?
 		HideVersion:          true,
 		ExitErrHandler:       func(*cli.Context, error) {},
 	}
@@ -92,7 +93,7 @@ func ExitCode(err error) int {
 // to stderr as "coordinator: ...".
 func Main(args []string) int {
 	app := App()
-	err := app.Run(args)
+	err := unknownCommand(app.Run(args))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "coordinator:", err)
 	}
@@ -200,4 +201,15 @@ func readSpec(c *cli.Context) ([]byte, error) {
 
 func fileFlag(what string) *cli.StringFlag {
 	return &cli.StringFlag{Name: "file", Aliases: []string{"f"}, Required: true, Usage: what + " in YAML or JSON (- for standard input)"}
+}
+
+// unknownCommand words urfave/cli's answer to a command that does not
+// exist ("No help topic for 'jobs'", as if help had been asked for) as
+// what it is, keeping its suggestion and exit status.
+func unknownCommand(err error) error {
+	const prefix = "No help topic for "
+	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
+		return err
+	}
+	return cli.Exit("unknown command "+strings.TrimPrefix(err.Error(), prefix)+" (--help lists the commands)", ExitCode(err))
 }
