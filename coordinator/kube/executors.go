@@ -25,6 +25,8 @@ import (
 //
 //	executor Pod (unbound) ──Config.Executor──▶ ExecutorAdd committed (node chosen, within the job's limit)
 //	                       ──Binding──────────▶ bound to that node
+//	no room (normal or high job) ──Config.Executor──▶ ExecutorPreempt committed (low jobs stop, their
+//	         room held for the Pod) ──▶ waits (ErrExecutorWait), taken as above once they have gone
 //	refused (no live driver of the job's current attempt, job ended,
 //	         over its most executors, asks more than the job's executor) ──▶ deleted, never bound
 //	executor task Stopping (driver ended, job ended/preempted/cancelled) ──Stop──▶ Pod deleted
