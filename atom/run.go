@@ -261,7 +261,7 @@ func run(c *cli.Context) error {
 		if d := child.Describe(); !strings.HasPrefix(d, "exit code") {
 			msg = d
 		}
-		if rankFailed != "" {
+		if rankFailed != "" && stopped == "" && !termSent { // not a rank's end that a stop caused
 			msg = rankFailed
 		}
 		final(structs.TaskFailed, code, msg)
