@@ -258,6 +258,14 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 		}
 		return nil, b.syncError(ctx, pending)
 	}
+	// A namespace that is not there lists as empty: say so now, not as
+	// every job's Pod creation failing. (One the coordinator may not read
+	// is taken as there.)
+	if _, err := cfg.Client.CoreV1().Namespaces().Get(ctx, cfg.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		close(b.stopCh)
+		return nil, fmt.Errorf("kube backend %s: namespace %s does not exist: create it (deploy/namespace-atom-jobs.yaml makes atom-jobs) or name an existing one as the cluster's namespace in the cluster config",
+			cfg.Cluster, cfg.Namespace)
+	}
 	if cfg.Beat > 0 {
 		b.wg.Add(1)
 		go b.beat()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -17,7 +18,7 @@ import (
 // to do, not "informers did not sync: context deadline exceeded": the
 // coordinator's identity without deploy/rbac.yaml (forbidden), a token the
 // API server does not know (unauthorized), an API server not there
-// (connection refused).
+// (connection refused); and one whose namespace is not there.
 func TestStartErrors(t *testing.T) {
 	c := k8stest.Start(t, k8stest.Options{})
 	newBackend := func(rc *rest.Config) error {
@@ -44,6 +45,14 @@ func TestStartErrors(t *testing.T) {
 	err = newBackend(c.Config("not-a-token-the-api-server-knows"))
 	require.Contains(t, err.Error(), "Unauthorized")
 	require.Contains(t, err.Error(), "the API server refused the coordinator's credentials: check the user (token or client certificate) of the cluster's kubeconfig")
+
+	// A namespace that is not there (informers list it as empty).
+	c.ApplyFile(t, repoFile(t, "deploy/rbac.yaml"))
+	require.Eventually(t, func() bool {
+		_, err := c.Coordinator.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond, "RBAC takes effect")
+	require.EqualError(t, newBackend(c.CoordinatorConfig), "kube backend k8s: namespace atom-jobs does not exist: create it (deploy/namespace-atom-jobs.yaml makes atom-jobs) or name an existing one as the cluster's namespace in the cluster config")
 
 	gone := rest.CopyConfig(c.AdminConfig)
 	gone.Host = "https://127.0.0.1:1"
