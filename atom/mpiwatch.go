@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -22,7 +23,8 @@ const drainFor = 2 * time.Second
 type mpiWatch struct {
 	layout mpi.Layout
 	seen   mpi.Watcher
-	r, w   *os.File // the pipe: mpirun writes w, atom reads r
+	out    io.Writer // atom's stderr
+	r, w   *os.File  // the pipe: mpirun writes w, atom reads r
 	done   chan struct{}
 }
 
@@ -37,11 +39,16 @@ func watchMPI(ex plugin.Exec, log *slog.Logger) (*mpiWatch, error) {
 	if err != nil { // the failed rank is still named, without its replica
 		log.Warn("an MPI failure will not name the rank's replica", "err", err)
 	}
+	return newMPIWatch(l, os.Stderr)
+}
+
+// newMPIWatch passes what mpirun writes on to out.
+func newMPIWatch(l mpi.Layout, out io.Writer) (*mpiWatch, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("a pipe for mpirun's stderr: %w", err)
 	}
-	m := &mpiWatch{layout: l, r: r, w: w, done: make(chan struct{})}
+	m := &mpiWatch{layout: l, out: out, r: r, w: w, done: make(chan struct{})}
 	go m.copy()
 	return m, nil
 }
@@ -54,7 +61,7 @@ func (m *mpiWatch) copy() {
 	for {
 		n, err := m.r.Read(buf)
 		if n > 0 {
-			_, _ = os.Stderr.Write(buf[:n])
+			_, _ = m.out.Write(buf[:n])
 			_, _ = m.seen.Write(buf[:n])
 		}
 		if err != nil {
