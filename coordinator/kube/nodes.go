@@ -166,7 +166,7 @@ func (s *NodeSync) remove(o any) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := s.apply(ctx, &state.NodeRemove{Name: structs.NodeID(k.Name)})
+	err := s.apply(ctx, &state.NodeRemove{Name: structs.NodeID(k.Name), Cluster: s.cluster})
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		// It still runs tasks: keep it, not ready, so nothing new lands.
 		s.log.Warn("node remove failed; marking it not-ready", "node", k.Name, "err", err)

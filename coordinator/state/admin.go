@@ -26,7 +26,18 @@ func (c *NodeUpsert) apply(s *State) (any, error) {
 	if n.Cluster != "" && s.Clusters[n.Cluster] == nil {
 		return nil, invalidf("node %s: cluster %q does not exist", n.Name, n.Cluster)
 	}
+	// A node's name is its ID across clusters: two kubernetes clusters
+	// each with a Node gpu-1 would otherwise overwrite each other's. A
+	// spec naming no cluster keeps the node's.
+	old := s.Nodes[n.Name]
+	if old != nil && old.Cluster != "" && n.Cluster != "" && old.Cluster != n.Cluster {
+		return nil, invalidf("node %s: a node of that name is in cluster %s, not %s: node names must be unique across clusters (remove it from %s first to move it; a kubernetes Node's name is its node's)",
+			n.Name, old.Cluster, n.Cluster, old.Cluster)
+	}
 	nn := *n
+	if old != nil && nn.Cluster == "" {
+		nn.Cluster = old.Cluster
+	}
 	if nn.State == "" {
 		nn.State = structs.NodeReady
 	}
@@ -36,15 +47,17 @@ func (c *NodeUpsert) apply(s *State) (any, error) {
 	return nil, nil
 }
 
-// NodeRemove forgets a node that runs nothing.
+// NodeRemove forgets a node that runs nothing; with Cluster, only the
+// node of that name in that cluster (another cluster's is not found).
 type NodeRemove struct {
-	Name structs.NodeID `json:"name"`
+	Name    structs.NodeID    `json:"name"`
+	Cluster structs.ClusterID `json:"cluster,omitempty"`
 }
 
 func (*NodeRemove) Type() MsgType { return MsgNodeRemove }
 
 func (c *NodeRemove) apply(s *State) (any, error) {
-	if s.Nodes[c.Name] == nil {
+	if n := s.Nodes[c.Name]; n == nil || (c.Cluster != "" && n.Cluster != c.Cluster) {
 		return nil, fmt.Errorf("node %s: %w", c.Name, ErrNotFound)
 	}
 	for _, t := range s.Tasks {
