@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -56,6 +57,9 @@ func App() *cli.App {
 			outputFlag(),
 		},
 		Before: func(c *cli.Context) error {
+			if err := checkAddr(c); err != nil {
+				return err
+			}
 			if ca := c.String("tls-ca"); ca != "" {
 				cfg, err := client.TLSConfig(ca)
 				if err != nil {
@@ -212,4 +216,34 @@ func unknownCommand(err error) error {
 		return err
 	}
 	return cli.Exit("unknown command "+strings.TrimPrefix(err.Error(), prefix)+" (--help lists the commands)", ExitCode(err))
+}
+
+// checkAddr refuses an --addr (or $ATOM_ADDR) that names no coordinator,
+// before any request: "http://a:7071,http://b:7072" was retried until
+// --timeout and then reported as a coordinator that did not answer. A
+// host:port without a scheme is http://, as the client takes it. The
+// commands that run a coordinator do not use it.
+func checkAddr(c *cli.Context) error {
+	switch c.Args().First() {
+	case "server", "dev", "help", "h", "":
+		return nil
+	}
+	addr := client.New(c.String("addr"), "").Addr()
+	u, err := url.Parse(addr)
+	if err == nil {
+		switch {
+		case u.Scheme != "http" && u.Scheme != "https":
+			err = fmt.Errorf("the scheme is %q", u.Scheme)
+		case u.Hostname() == "" || strings.Contains(u.Host, ","):
+			err = fmt.Errorf("no single host in it")
+		case u.Port() != "" && strings.Trim(u.Port(), "0123456789") != "":
+			err = fmt.Errorf("port %q", u.Port())
+		case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+			err = fmt.Errorf("it has more than scheme, host and port")
+		}
+	}
+	if err != nil {
+		return usagef("--addr %q is not allowed (%v): give one coordinator's URL, such as http://127.0.0.1:7070 (https:// with TLS); any server of a cluster answers", c.String("addr"), err)
+	}
+	return nil
 }
