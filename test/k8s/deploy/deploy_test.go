@@ -94,7 +94,7 @@ func TestManifestsApply(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{
 		"Namespace /atom", "ServiceAccount atom/atom-coordinator", "ClusterRole /atom-coordinator", "ClusterRoleBinding /atom-coordinator",
-		"PriorityClass /atom-high", "PriorityClass /atom-normal", "PriorityClass /atom-low",
+		"PriorityClass /atom-high", "PriorityClass /atom-normal", "PriorityClass /atom-low", "PriorityClass /atom-coordinator",
 		"StorageClass /ceph-rbd", "StorageClass /local-path",
 		"Namespace /atom-jobs", "ResourceQuota atom-jobs/atom-jobs",
 		"ServiceAccount atom-jobs/spark", "Role atom-jobs/spark-driver", "RoleBinding atom-jobs/spark-driver",
@@ -161,8 +161,15 @@ func checkCoordinator(ctx context.Context, t *testing.T, c *k8stest.Cluster) {
 	assert.Equal(t, "data", claim.Name)
 	assert.Equal(t, "ceph-rbd", *claim.Spec.StorageClassName)
 	assert.Contains(t, ctr.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: "/var/lib/atom"})
-	_, err = c.Admin.SchedulingV1().PriorityClasses().Get(ctx, pod.PriorityClassName, metav1.GetOptions{})
-	assert.NoError(t, err, "the coordinator's priority class is one of deploy's")
+	pc, err := c.Admin.SchedulingV1().PriorityClasses().Get(ctx, pod.PriorityClassName, metav1.GetOptions{})
+	require.NoError(t, err, "the coordinator's priority class is one of deploy's")
+	// Above every task's, and preempting: a server moved off a failed
+	// node finds room on nodes atom filled (atom-high never preempts).
+	high, err := c.Admin.SchedulingV1().PriorityClasses().Get(ctx, "atom-high", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Greater(t, pc.Value, high.Value)
+	require.NotNil(t, pc.PreemptionPolicy)
+	assert.Equal(t, corev1.PreemptLowerPriority, *pc.PreemptionPolicy)
 
 	peers, err := c.Admin.CoreV1().Services("atom").Get(ctx, "atom-coordinator-peers", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -114,7 +114,7 @@ func TestBackend(t *testing.T) {
 	c := k8stest.Start(t, k8stest.Options{})
 	c.ApplyFile(t, repoFile(t, "deploy/rbac.yaml"))
 	pcs := c.ApplyFile(t, repoFile(t, "deploy/priorityclasses.yaml"))
-	require.Len(t, pcs, 3)
+	require.Len(t, pcs, 4) // the task classes and the coordinator's
 	c.CreateNamespace(t, ns)
 	special := corev1.Taint{Key: "atom.io/dedicated", Value: "training", Effect: corev1.TaintEffectNoSchedule}
 	c.AddNodes(t,
