@@ -181,10 +181,11 @@ type Backend struct {
 	execPods map[structs.TaskID]string            // executor tasks' Pod names
 	execWhy  map[types.UID]string                 // why each waiting executor Pod waits, as last told (executors_wait.go)
 
-	claims   cache.SharedIndexInformer // the namespace's PersistentVolumeClaims (see claims.go)
-	execs    cache.SharedIndexInformer // Spark's executor Pods (see executors.go)
-	execKick chan struct{}
-	listErrs listErrors // the informers' last list and watch errors (syncerr.go)
+	claims       cache.SharedIndexInformer // the namespace's PersistentVolumeClaims (see claims.go)
+	execs        cache.SharedIndexInformer // Spark's executor Pods (see executors.go)
+	execKick     chan struct{}
+	listErrs     listErrors   // the informers' last list and watch errors (syncerr.go)
+	foreignExecs foreignExecs // executor Pods of other atom clusters' drivers (executors_foreign.go)
 }
 
 // New starts the backend's Pod informer (Pods labelled

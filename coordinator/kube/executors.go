@@ -125,7 +125,7 @@ func (b *Backend) takeExecutors() {
 	defer cancel()
 	for _, o := range b.execs.GetStore().List() {
 		p, ok := o.(*corev1.Pod)
-		if !ok || !b.ours(p) || p.DeletionTimestamp != nil || finished(p) {
+		if !ok || !b.ours(p) || p.DeletionTimestamp != nil || finished(p) || b.foreign(ctx, p) {
 			continue
 		}
 		job := structs.JobID(p.Labels[LabelJob])
@@ -301,6 +301,7 @@ func (b *Backend) observeExecutor(o any, deleted bool) {
 		}
 		if deleted {
 			b.forgetWait(p)
+			b.forgetForeign(p.UID)
 		}
 		return
 	}
