@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/atom-sched/atom/pkg/cache"
 	"github.com/atom-sched/atom/pkg/cache/cachetest"
+	"github.com/atom-sched/atom/test/testlog"
 )
 
 func needFuse(t *testing.T) {
@@ -73,7 +73,7 @@ func TestRunMountsTheCache(t *testing.T) {
 	// SIGTERM to atom: the job gets it, ends, and the cache is unmounted.
 	cmd := atomCmd(t, []string{"ATOM_CACHE_REDIS=" + srv.Addr, "ATOM_CACHE_MOUNT=" + dir}, "run", "--",
 		"sh", "-c", `trap 'ls `+dir+`/lidar; exit 7' TERM; echo up; while :; do sleep 0.1; done`)
-	var buf syncBuffer
+	var buf testlog.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	require.NoError(t, cmd.Start())
 	require.Eventually(t, func() bool { return strings.Contains(buf.String(), "up") }, 30*time.Second, 20*time.Millisecond)
@@ -101,7 +101,7 @@ func TestCacheMountSIGTERM(t *testing.T) {
 	srv := cachetest.StartRedis(t)
 	dir := filepath.Join(t.TempDir(), "mnt")
 	cmd := atomCmd(t, nil, "cache", "mount", "--redis", srv.Addr, dir)
-	var buf syncBuffer
+	var buf testlog.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	require.NoError(t, cmd.Start())
 	require.Eventually(t, func() bool { return isMounted(t, dir) }, 30*time.Second, 20*time.Millisecond)
@@ -152,22 +152,4 @@ func TestCacheCommands(t *testing.T) {
 	code, out = exitCode(t, atomCmd(t, env, "cache", "ls", "video"))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "no such file or directory")
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's output and a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

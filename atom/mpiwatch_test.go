@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,30 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/plugins/mpi"
+	"github.com/atom-sched/atom/test/testlog"
 )
-
-// syncBuffer is a bytes.Buffer safe for the copier and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // mpirun's stderr reaches atom's unchanged and at once (a line not ended
 // yet included), and its report names the failed rank's replica.
 func TestMPIWatchPassesStderrThrough(t *testing.T) {
-	var out syncBuffer
+	var out testlog.Buffer
 	l := mpi.Layout{Mapped: true, Slots: 2, Replicas: []mpi.Replica{
 		{Index: 0, Task: "j-0-aa", Node: "cpu-1", Host: "localhost"},
 		{Index: 1, Task: "j-1-bb", Node: "cpu-2", Host: "j-1-bb"},
@@ -60,7 +41,7 @@ func TestMPIWatchPassesStderrThrough(t *testing.T) {
 
 // No report (mpirun succeeded, or said nothing): nothing to add.
 func TestMPIWatchNoReport(t *testing.T) {
-	var out syncBuffer
+	var out testlog.Buffer
 	m, err := newMPIWatch(mpi.Layout{}, &out)
 	require.NoError(t, err)
 	_, err = m.w.WriteString("sum=10 size=4\n")

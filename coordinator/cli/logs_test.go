@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,26 +15,8 @@ import (
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/test/testlog"
 )
-
-// syncBuffer is a bytes.Buffer a running command writes while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // devCLI starts a coordinator dev daemon (tasks run bare, as local
 // processes) and returns a function that runs the CLI against it as its
@@ -87,7 +68,7 @@ func TestLogsFollowWaitsForThePlacement(t *testing.T) {
 	// A selector no node matches yet keeps the job pending until cpu-1 is
 	// tagged.
 	id := submit("kind: command\nname: hello\nselector: ready=yes\ncommand: [sh, -c, 'echo one; echo two >&2']\nresources: {cpu: 1}\n")
-	var stdout, stderr syncBuffer
+	var stdout, stderr testlog.Buffer
 	done := make(chan error, 1)
 	go func() { done <- cli(&stdout, &stderr, "job", "logs", "-f", "--interval", "10ms", id) }()
 	require.Eventually(t, func() bool { return stderr.String() != "" }, 10*time.Second, 10*time.Millisecond)
@@ -133,7 +114,7 @@ func TestLogsFollowWaitsForThePlacement(t *testing.T) {
 	// An MPI job: its launcher, replica 0, carries every rank's output.
 	// (Run bare here: each replica runs the command.)
 	mpi := submit("kind: mpi\nname: ranks\nreplicas: 2\ncommand: [sh, -c, 'echo replica $ATOM_REPLICA']\nresources: {cpu: 1}\n")
-	stdout = syncBuffer{}
+	stdout = testlog.Buffer{}
 	require.NoError(t, cli(&stdout, io.Discard, "job", "logs", "-f", "--interval", "10ms", mpi))
 	assert.Equal(t, "replica 0\n", stdout.String())
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/tlstest"
+	"github.com/atom-sched/atom/test/testlog"
 )
 
 // A new server pointed at a follower joins: the follower passes the join
@@ -25,7 +26,7 @@ func TestJoinViaFollower(t *testing.T) {
 		addrs[id] = freeAddr(t)
 		peers[id] = "http://" + addrs[id]
 	}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	s2 := startTLS(t, "s2", addrs["s2"], peers, nil, "", &logs)
 	s1 := startTLS(t, "s1", addrs["s1"], peers, nil, peers["s2"], &logs)
 	nodes := func(d *daemon.Daemon) (n int) {
@@ -55,7 +56,7 @@ func TestJoinViaFollower(t *testing.T) {
 // so; the joining server keeps asking (it is not refused for good).
 func TestJoinViaFollowerWithoutPeer(t *testing.T) {
 	a1, a2 := freeAddr(t), freeAddr(t)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	startTLS(t, "s2", a2, nil, nil, "", &logs)
 	s1 := startTLS(t, "s1", a1, nil, nil, "http://"+a2, &logs)
 	require.Eventually(t, func() bool {
@@ -64,7 +65,7 @@ func TestJoinViaFollowerWithoutPeer(t *testing.T) {
 		return n == 8
 	}, 20*time.Second, 20*time.Millisecond, "s1 joined s2: %s", logs.String())
 
-	var l3 syncBuffer
+	var l3 testlog.Buffer
 	s3 := startTLS(t, "s3", "127.0.0.1:0", nil, nil, "http://"+a1, &l3)
 	require.Eventually(t, func() bool { return strings.Count(l3.String(), "join failed, retrying") >= 2 }, 20*time.Second, 20*time.Millisecond)
 	assert.Contains(t, l3.String(), "not the leader: the leader is s2 at")
@@ -82,7 +83,7 @@ func TestJoinViaFollowerWithoutPeer(t *testing.T) {
 func TestJoinRefusedForGood(t *testing.T) {
 	ca := tlstest.NewCA(t, "atom cluster CA")
 	s1Addr := freeAddr(t)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	f1 := ca.Write(t, "s1", "127.0.0.1")
 	startTLS(t, "s1", s1Addr, nil, &f1, "", &logs)
 	s1 := "https://" + s1Addr
@@ -99,7 +100,7 @@ func TestJoinRefusedForGood(t *testing.T) {
 		"another secret": {same, "not-the-secret", "join " + s1 + ": refused (this endpoint is for coordinator servers only: the shared secret sent does not match this cluster's: give every server the same --secret (or $ATOM_CLUSTER_SECRET)): the shared secret does not match: give this server the cluster's --secret (or $ATOM_CLUSTER_SECRET)"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var xl syncBuffer
+			var xl testlog.Buffer
 			x := startJoiner(t, tc.files, tc.secret, s1, &xl)
 			select {
 			case err := <-x.JoinFailed():
@@ -113,7 +114,7 @@ func TestJoinRefusedForGood(t *testing.T) {
 	}
 
 	// Nothing listens there yet: transient, asked again with backoff.
-	var xl syncBuffer
+	var xl testlog.Buffer
 	down := "https://" + freeAddr(t)
 	x := startJoiner(t, same, tlsSecret, down, &xl)
 	require.Eventually(t, func() bool { return strings.Count(xl.String(), "join failed, retrying") >= 3 }, 20*time.Second, 20*time.Millisecond)
@@ -126,7 +127,7 @@ func TestJoinRefusedForGood(t *testing.T) {
 }
 
 // startJoiner starts a server with TLS files f and secret that joins join.
-func startJoiner(t *testing.T, f tlstest.Files, secret, join string, log *syncBuffer) *daemon.Daemon {
+func startJoiner(t *testing.T, f tlstest.Files, secret, join string, log *testlog.Buffer) *daemon.Daemon {
 	t.Helper()
 	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Secret: secret, Tokens: tokens(t),
 		TLS:    daemon.TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA},

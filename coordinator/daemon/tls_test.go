@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,31 +20,14 @@ import (
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/tlstest"
+	"github.com/atom-sched/atom/test/testlog"
 )
-
-// syncBuffer is a log sink tests read while servers write to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 const tlsSecret = "cluster-secret"
 
 // startTLS starts server id with TLS files f (none: plain HTTP and TCP),
 // bootstrapping or joining join, logging to log.
-func startTLS(t *testing.T, id, httpAddr string, peers map[string]string, f *tlstest.Files, join string, log *syncBuffer) *daemon.Daemon {
+func startTLS(t *testing.T, id, httpAddr string, peers map[string]string, f *tlstest.Files, join string, log *testlog.Buffer) *daemon.Daemon {
 	t.Helper()
 	cfg := daemon.Config{HTTPAddr: httpAddr, Peers: peers, Secret: tlsSecret, Tokens: tokens(t),
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}
@@ -81,7 +63,7 @@ func TestTLSCluster(t *testing.T) {
 		addrs[id] = freeAddr(t)
 		peers[id] = "https://" + addrs[id]
 	}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	ds := map[string]*daemon.Daemon{}
 	var caFile string
 	for i, id := range ids {
@@ -134,7 +116,7 @@ func TestTLSCluster(t *testing.T) {
 		"x2": {nil, "http://" + addrs["s1"], "join http://" + addrs["s1"] + ": it serves HTTPS: join it with an https:// URL and start this server with --tls-cert, --tls-key and --tls-ca"},
 	}
 	for id, o := range outsiders {
-		var ol syncBuffer
+		var ol testlog.Buffer
 		peers := map[string]string{"s1": peers["s1"]}
 		if o.files == nil {
 			peers = nil

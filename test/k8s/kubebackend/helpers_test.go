@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/test/k8s/k8stest"
+	"github.com/atom-sched/atom/test/testlog"
 )
 
 // prepare applies the coordinator's RBAC and priority classes to c, makes
@@ -45,25 +45,7 @@ func prepare(t *testing.T, c *k8stest.Cluster) {
 type coordinator struct {
 	*client.Client
 	d   *daemon.Daemon
-	log *syncBuffer // everything the server logged
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	log *testlog.Buffer // everything the server logged
 }
 
 // startCoordinator starts a one-server coordinator whose clusters are the
@@ -86,7 +68,7 @@ func startCoordinator(t *testing.T, ttl, grace time.Duration, clusters map[strin
 		require.NoError(t, err)
 		want += len(list.Items)
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tf, KubeImage: "atom/cpu:test", KubeHeartbeatPods: true,
 		KubeNodeGrace: grace, KubeSweep: 200 * time.Millisecond,
 		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

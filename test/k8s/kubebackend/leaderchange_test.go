@@ -24,6 +24,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/test/k8s/k8stest"
+	"github.com/atom-sched/atom/test/testlog"
 )
 
 // trio starts coordinator servers of one Raft cluster against API server
@@ -38,7 +39,7 @@ type trio struct {
 	addrs map[string]string // server ID → HTTP listen address
 	ttl   time.Duration
 	grace time.Duration
-	logs  *syncBuffer
+	logs  *testlog.Buffer
 	ds    map[string]*daemon.Daemon
 }
 
@@ -47,7 +48,7 @@ func newTrio(t *testing.T, c *k8stest.Cluster, ttl, grace time.Duration) *trio {
 	require.NoError(t, err)
 	quota, err := structs.ParseQuotaSpec([]byte("scope: user:dev\nlimits: {gpu/A100: 256, cpu: 10000, memory: 1000Ti}\n"))
 	require.NoError(t, err)
-	tr := &trio{t: t, c: c, tf: tf, ttl: ttl, grace: grace, logs: &syncBuffer{}, ds: map[string]*daemon.Daemon{},
+	tr := &trio{t: t, c: c, tf: tf, ttl: ttl, grace: grace, logs: &testlog.Buffer{}, ds: map[string]*daemon.Daemon{},
 		peers: map[string]string{}, addrs: map[string]string{},
 		cc: &structs.ClusterConfig{Quotas: []structs.Quota{*quota}, Clusters: []structs.Cluster{{Name: "k8s", Backend: "kubernetes",
 			Kubeconfig: c.CoordinatorKubeconfig, Namespace: ns}}}}
