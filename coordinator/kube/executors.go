@@ -94,6 +94,7 @@ func (b *Backend) executorLoop() {
 		case <-beat.C:
 			if b.leads() {
 				b.beatExecutors()
+				b.beatStarting()
 			}
 			continue
 		}
