@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -231,6 +234,13 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 		if c.Backend != "kubernetes" {
 			continue
 		}
+		for _, u := range loopbackURLs(coordinators) {
+			if settingsFor(c, cfg).heartbeatPods {
+				break // no atom in its Pods (kwok's)
+			}
+			log.Warn("task Pods are told to reach this coordinator at a loopback address, which is the Pod's own: atom in them cannot heartbeat and their tasks are lost; set --advertise (and --peer) to an address Pods reach",
+				"cluster", c.Name, "url", u)
+		}
 		ks := settingsFor(c, cfg)
 		client, err := kubeClient(c, ks)
 		if err != nil {
@@ -297,6 +307,23 @@ func followNodes(ctx context.Context, clients map[structs.ClusterID]kubernetes.I
 	for _, s := range syncs {
 		s.Close()
 	}
+}
+
+// loopbackURLs lists the URLs of coordinators (comma-separated, as
+// ATOM_COORDINATOR) whose host is a loopback address or localhost.
+func loopbackURLs(coordinators string) []string {
+	var out []string
+	for _, s := range strings.Split(coordinators, ",") {
+		u, err := url.Parse(strings.TrimSpace(s))
+		if err != nil || u.Host == "" {
+			continue
+		}
+		h := u.Hostname()
+		if ip := net.ParseIP(h); (ip != nil && ip.IsLoopback()) || h == "localhost" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // retryApply applies a command through whoever leads, retrying what may

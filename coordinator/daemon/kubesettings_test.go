@@ -56,3 +56,12 @@ func TestKubeClientErrors(t *testing.T) {
 		require.EqualError(t, err, tc.want)
 	}
 }
+
+// TestLoopbackURLs: the coordinator URLs task Pods would get that are
+// loopback addresses (the Pod's own), which the server warns about when it
+// drives a kubernetes cluster.
+func TestLoopbackURLs(t *testing.T) {
+	assert.Equal(t, []string{"http://127.0.0.1:7070", "https://localhost:7071", "http://[::1]:7072"},
+		loopbackURLs("http://127.0.0.1:7070,https://localhost:7071,http://[::1]:7072,https://atom-coordinator-0.atom-coordinator-peers.atom.svc.cluster.local:7070,http://10.0.0.5:7070"))
+	assert.Empty(t, loopbackURLs("https://atom-coordinator.atom.svc:7070"))
+}
