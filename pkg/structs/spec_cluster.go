@@ -317,7 +317,8 @@ func (s *NodeSpec) accelerators(p string, n *Node) error {
 // positive is unitValue that also refuses zero.
 func positive(field string, q Quantity, perUnit int64, unit string) (int64, error) {
 	v, err := unitValue(field, q, perUnit, unit)
-	if err == nil && v == 0 {
+	if (err == nil && v == 0) || (err != nil && strings.HasPrefix(strings.TrimSpace(string(q)), "-")) {
+		// A negative one too: "use 0 or more" would send the user to 0.
 		err = bad(field, q, "use more than 0")
 	}
 	return v, err

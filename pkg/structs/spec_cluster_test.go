@@ -111,7 +111,7 @@ func TestNodeSpecRejects(t *testing.T) {
 			"accelerators.count 8 is not allowed: the node's cpu (4m) and memory (1Gi) must give each accelerator a share"},
 		{"no cpu", "name: n1\nmemory: 1Gi", `cpu "" is not allowed`},
 		{"zero memory", "name: n1\ncpu: 1\nmemory: 0", `memory "0" is not allowed: use more than 0`},
-		{"negative memory", "name: n1\ncpu: 1\nmemory: -1Gi", `memory "-1Gi" is not allowed: use 0 or more`},
+		{"negative memory", "name: n1\ncpu: 1\nmemory: -1Gi", `memory "-1Gi" is not allowed: use more than 0`},
 		{"bad name", "name: N1\ncpu: 1\nmemory: 1Gi", `name "N1" is not allowed: use a node name`},
 		{"bad state", g8 + "state: broken", `state "broken" is not allowed: use ready, not-ready, draining or quarantined`},
 		{"zero devices", g8 + "devices: {xavier: 0}", `devices["xavier"] 0 is not allowed`},

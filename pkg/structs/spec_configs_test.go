@@ -22,6 +22,7 @@ func TestScratchAndConfigs(t *testing.T) {
 
 	for _, tc := range []struct{ spec, err string }{
 		{"scratch: {size: 0}", `scratch.size "0" is not allowed: use more than 0`},
+		{"scratch: {size: -1Gi}", `scratch.size "-1Gi" is not allowed: use more than 0`}, // it said "use 0 or more", then 0 was refused
 		{"scratch: {size: 1Gi, mountPath: /data}", `scratch.mountPath "/data" is not allowed: volumes[0].mountPath already mounts there`},
 		{"scratch: {size: 1Gi, mountPath: tmp}", `scratch.mountPath "tmp" is not allowed: use a clean absolute path`},
 		{"configs: [{mountPath: /etc/x}]", `configs[0] "" is not allowed: give either configMap or secret`},
