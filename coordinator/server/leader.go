@@ -113,7 +113,9 @@ type allocKey struct {
 func (s *Server) leaderLoop(ctx context.Context) {
 	// 1. Catch the FSM up with everything committed before this term.
 	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		err := s.raft.Barrier(time.Minute).Error()
+		// Waited for with ctx: a Barrier still queued when Raft shuts down
+		// is never answered, and this loop must end for Shutdown to.
+		err := s.wait(ctx, s.raft.Barrier(time.Minute))
 		if err == nil {
 			break
 		}

@@ -415,7 +415,7 @@ func (s *Server) AddVoter(id, raftAddr string) error {
 		return s.notLeader()
 	}
 	cf := s.raft.GetConfiguration()
-	if err := cf.Error(); err != nil {
+	if err := s.wait(context.Background(), cf); err != nil {
 		return fmt.Errorf("add voter %s: read configuration: %w", id, s.mapRaftErr(err))
 	}
 	for _, m := range cf.Configuration().Servers {
@@ -423,12 +423,12 @@ func (s *Server) AddVoter(id, raftAddr string) error {
 			return nil
 		}
 		if m.ID == raft.ServerID(id) || m.Address == raft.ServerAddress(raftAddr) {
-			if err := s.raft.RemoveServer(m.ID, 0, 0).Error(); err != nil {
+			if err := s.wait(context.Background(), s.raft.RemoveServer(m.ID, 0, 0)); err != nil {
 				return fmt.Errorf("add voter %s: remove stale member %s at %s: %w", id, m.ID, m.Address, s.mapRaftErr(err))
 			}
 		}
 	}
-	if err := s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 0).Error(); err != nil {
+	if err := s.wait(context.Background(), s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 0)); err != nil {
 		return fmt.Errorf("add voter %s at %s: %w", id, raftAddr, s.mapRaftErr(err))
 	}
 	s.log.Info("added voter", "id", id, "raftAddr", raftAddr)
@@ -447,7 +447,7 @@ type Peer struct {
 // knows (on a follower it may lag).
 func (s *Server) Peers() ([]Peer, error) {
 	cf := s.raft.GetConfiguration()
-	if err := cf.Error(); err != nil {
+	if err := s.wait(context.Background(), cf); err != nil {
 		return nil, fmt.Errorf("read raft configuration: %w", err)
 	}
 	leader, _ := s.Leader()
@@ -460,7 +460,7 @@ func (s *Server) Peers() ([]Peer, error) {
 
 // Snapshot asks Raft for a snapshot now (it also takes them on its own).
 func (s *Server) Snapshot() error {
-	if err := s.raft.Snapshot().Error(); err != nil {
+	if err := s.wait(context.Background(), s.raft.Snapshot()); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
