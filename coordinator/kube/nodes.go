@@ -100,9 +100,22 @@ type NodeSync struct {
 	inf     cache.SharedIndexInformer
 	stopCh  chan struct{}
 
-	mu   sync.Mutex
-	last map[string]*structs.Node // what was last committed, by name
+	mu      sync.Mutex
+	last    map[string]*structs.Node // what was last committed, by name
+	refused map[string]refusal       // what the state last refused, by name
 }
+
+// refusal is a node upsert the state refused (a node of that name is in
+// another cluster): the same is not asked again for refuseRetry, and
+// logged once.
+type refusal struct {
+	node *structs.Node
+	at   time.Time
+}
+
+// refuseRetry is how soon a refused node upsert is asked again unchanged
+// (kubelets and kwok update their Node's status every few seconds).
+const refuseRetry = time.Minute
 
 // NewNodeSync starts following the Nodes selected by selector ("" for
 // all) through client and waits until the informer has synced (and the
@@ -111,7 +124,7 @@ func NewNodeSync(ctx context.Context, client kubernetes.Interface, cluster struc
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &NodeSync{cluster: cluster, apply: apply, log: log.With("cluster", cluster), stopCh: make(chan struct{}), last: map[string]*structs.Node{}}
+	s := &NodeSync{cluster: cluster, apply: apply, log: log.With("cluster", cluster), stopCh: make(chan struct{}), last: map[string]*structs.Node{}, refused: map[string]refusal{}}
 	f := informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	s.inf = f.Core().V1().Nodes().Informer()
@@ -141,18 +154,27 @@ func (s *NodeSync) upsert(o any) {
 	n := NodeFromK8s(k, s.cluster)
 	s.mu.Lock()
 	same := reflect.DeepEqual(s.last[k.Name], n)
+	r, wasRefused := s.refused[k.Name]
 	s.mu.Unlock()
-	if same {
+	if same || (wasRefused && reflect.DeepEqual(r.node, n) && time.Since(r.at) < refuseRetry) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.apply(ctx, &state.NodeUpsert{Node: n}); err != nil {
-		s.log.Warn("node upsert failed", "node", k.Name, "err", err)
+		if !wasRefused {
+			s.log.Warn("node upsert failed", "node", k.Name, "err", err)
+		}
+		if errors.Is(err, state.ErrInvalid) {
+			s.mu.Lock()
+			s.refused[k.Name] = refusal{node: n, at: time.Now()}
+			s.mu.Unlock()
+		}
 		return
 	}
 	s.mu.Lock()
 	s.last[k.Name] = n
+	delete(s.refused, k.Name)
 	s.mu.Unlock()
 }
 
