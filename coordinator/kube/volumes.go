@@ -19,17 +19,25 @@ const (
 	ScratchClass = "local-path"
 )
 
+// AnnotationSelectedNode is the claim annotation by which kube-scheduler
+// tells a WaitForFirstConsumer provisioner the node a claim's Pod runs on.
+const AnnotationSelectedNode = "volume.kubernetes.io/selected-node"
+
 // storage is what job j's Pods mount and read their environment from:
 //
 //   - each of j.Volumes as its PersistentVolumeClaim (volume-N), read-write
 //     unless the spec says readOnly;
 //   - j.Scratch as a generic ephemeral volume (scratch) of class
-//     local-path, made for the Pod and deleted with it;
+//     local-path, made for the Pod and deleted with it; its claim names
+//     node as the selected node (AnnotationSelectedNode), as
+//     kube-scheduler would: local-path binds WaitForFirstConsumer, and a
+//     Pod atom binds itself never passes kube-scheduler, so without it
+//     the claim would wait for ever and the Pod with it;
 //   - each of j.Configs, a ConfigMap or Secret by name, as files
 //     (config-N, read-only) or as environment variables (envFrom).
 //
 // Only names are in the Pod: atom never reads a ConfigMap or Secret.
-func storage(j *structs.Job) ([]corev1.Volume, []corev1.VolumeMount, []corev1.EnvFromSource) {
+func storage(j *structs.Job, node structs.NodeID) ([]corev1.Volume, []corev1.VolumeMount, []corev1.EnvFromSource) {
 	var vols []corev1.Volume
 	var mounts []corev1.VolumeMount
 	var envFrom []corev1.EnvFromSource
@@ -43,7 +51,8 @@ func storage(j *structs.Job) ([]corev1.Volume, []corev1.VolumeMount, []corev1.En
 		class := ScratchClass
 		vols = append(vols, corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelManaged: "atom", LabelJob: LabelValue(string(j.ID))}},
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelManaged: "atom", LabelJob: LabelValue(string(j.ID))},
+					Annotations: map[string]string{AnnotationSelectedNode: string(node)}},
 				Spec: corev1.PersistentVolumeClaimSpec{
 					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 					StorageClassName: &class,

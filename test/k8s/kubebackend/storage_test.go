@@ -84,6 +84,10 @@ configs:
 	require.NotNil(t, eph)
 	require.NotNil(t, eph.VolumeClaimTemplate)
 	assert.Equal(t, "local-path", *eph.VolumeClaimTemplate.Spec.StorageClassName)
+	// local-path binds WaitForFirstConsumer, which only a scheduler's
+	// selected node starts; the Pod never passes kube-scheduler, so the
+	// claim names its node as kube-scheduler would (else it never binds).
+	assert.Equal(t, map[string]string{kube.AnnotationSelectedNode: "gpu-1"}, eph.VolumeClaimTemplate.Annotations)
 	assert.True(t, resource.MustParse("200Gi").Equal(eph.VolumeClaimTemplate.Spec.Resources.Requests[corev1.ResourceStorage]))
 	require.NotNil(t, vols["config-0"].ConfigMap)
 	assert.Equal(t, "train-config", vols["config-0"].ConfigMap.Name)
