@@ -103,6 +103,8 @@ type NodeSync struct {
 	mu      sync.Mutex
 	last    map[string]*structs.Node // what was last committed, by name
 	refused map[string]refusal       // what the state last refused, by name
+	others  map[string]otherUse      // Pods that are not atom's, by namespace/name (nodereserved.go)
+	perNode map[string]otherUse      // what they hold, summed by node
 }
 
 // refusal is a node upsert the state refused (a node of that name is in
@@ -124,10 +126,20 @@ func NewNodeSync(ctx context.Context, client kubernetes.Interface, cluster struc
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &NodeSync{cluster: cluster, apply: apply, log: log.With("cluster", cluster), stopCh: make(chan struct{}), last: map[string]*structs.Node{}, refused: map[string]refusal{}}
+	s := &NodeSync{cluster: cluster, apply: apply, log: log.With("cluster", cluster), stopCh: make(chan struct{}), last: map[string]*structs.Node{}, refused: map[string]refusal{},
+		others: map[string]otherUse{}, perNode: map[string]otherUse{}}
 	f := informers.NewSharedInformerFactoryWithOptions(client, resync,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	s.inf = f.Core().V1().Nodes().Informer()
+	// What other Pods hold comes first, so a node's first upsert has it.
+	if err := s.startOthers(ctx, client, func(node string) {
+		if o, ok, _ := s.inf.GetStore().GetByKey(node); ok {
+			s.upsert(o)
+		}
+	}); err != nil {
+		close(s.stopCh)
+		return nil, err
+	}
 	if _, err := s.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { s.upsert(o) },
 		UpdateFunc: func(_, o any) { s.upsert(o) },
@@ -153,6 +165,7 @@ func (s *NodeSync) upsert(o any) {
 	}
 	n := NodeFromK8s(k, s.cluster)
 	s.mu.Lock()
+	s.withoutOthers(n)
 	same := reflect.DeepEqual(s.last[k.Name], n)
 	r, wasRefused := s.refused[k.Name]
 	s.mu.Unlock()
