@@ -1,6 +1,9 @@
 package daemon
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,4 +67,13 @@ func TestLoopbackURLs(t *testing.T) {
 	assert.Equal(t, []string{"http://127.0.0.1:7070", "https://localhost:7071", "http://[::1]:7072"},
 		loopbackURLs("http://127.0.0.1:7070,https://localhost:7071,http://[::1]:7072,https://atom-coordinator-0.atom-coordinator-peers.atom.svc.cluster.local:7070,http://10.0.0.5:7070"))
 	assert.Empty(t, loopbackURLs("https://atom-coordinator.atom.svc:7070"))
+}
+
+// TestKubeErrorUnreachable: a volume request whose cluster's API server
+// does not answer says so and to retry (it read "the outcome is unknown:
+// retry the request (a job submission with the same request ID)").
+func TestKubeErrorUnreachable(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
+	err := kubeError(fmt.Errorf("Get \"https://10.0.0.1:6443/api/v1/namespaces/atom-jobs/persistentvolumeclaims\": %w", refused), "volumes of cluster b")
+	assert.EqualError(t, err, `volumes of cluster b: the cluster's API server did not answer: Get "https://10.0.0.1:6443/api/v1/namespaces/atom-jobs/persistentvolumeclaims": dial tcp: connect: connection refused: retry once it does`)
 }

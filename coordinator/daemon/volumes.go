@@ -71,7 +71,9 @@ func kubeError(err error, what string) error {
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err):
 		return &api.StatusError{Status: http.StatusUnprocessableEntity, Msg: fmt.Sprintf("%s: %v", what, err)}
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	// The API server did not answer (or failed): say so, and that a retry
+	// is the way, not the generic "outcome is unknown ... job submission".
+	return fmt.Errorf("%s: the cluster's API server did not answer: %w: retry once it does", what, err)
 }
 
 func (v *volumes) CreateVolume(ctx context.Context, cluster structs.ClusterID, name string, size int64, owner structs.UserID) (*wire.Volume, error) {
