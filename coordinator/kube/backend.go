@@ -138,6 +138,10 @@ type Config struct {
 	Sweep time.Duration
 	// Now is the clock the node grace is measured with; nil: time.Now.
 	Now func() time.Time
+	// ImagePullGrace is how long a task's Pod may fail to pull its image
+	// (ErrImagePull, ImagePullBackOff) before its task is lost saying so;
+	// 0 means DefaultImagePullGrace.
+	ImagePullGrace time.Duration
 
 	// Executor, on the leader, takes the unbound Spark executor Pod req
 	// names (scenario C25): it records it as a task of its job within the
@@ -158,6 +162,8 @@ const (
 	DefaultSchedulerName = "atom"
 	DefaultNodeGrace     = 40 * time.Second
 	DefaultSweep         = 5 * time.Second
+	// DefaultImagePullGrace outlasts a registry's hiccup, not a typo.
+	DefaultImagePullGrace = 5 * time.Minute
 )
 
 // Backend runs tasks as Pods in one cluster. Its methods are safe for
@@ -184,8 +190,9 @@ type Backend struct {
 	claims       cache.SharedIndexInformer // the namespace's PersistentVolumeClaims (see claims.go)
 	execs        cache.SharedIndexInformer // Spark's executor Pods (see executors.go)
 	execKick     chan struct{}
-	listErrs     listErrors   // the informers' last list and watch errors (syncerr.go)
-	foreignExecs foreignExecs // executor Pods of other atom clusters' drivers (executors_foreign.go)
+	listErrs     listErrors              // the informers' last list and watch errors (syncerr.go)
+	foreignExecs foreignExecs            // executor Pods of other atom clusters' drivers (executors_foreign.go)
+	pullSince    map[types.UID]time.Time // Pods failing to pull their image, since when (starting.go; guarded by mu)
 }
 
 // New starts the backend's Pod informer (Pods labelled
@@ -216,10 +223,14 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ImagePullGrace <= 0 {
+		cfg.ImagePullGrace = DefaultImagePullGrace
+	}
 	b := &Backend{cfg: cfg, hb: hb, log: cfg.Log.With("cluster", cfg.Cluster), stopCh: make(chan struct{}),
 		tokens: map[structs.TaskID]string{}, stopped: map[structs.TaskID]bool{}, reported: map[structs.TaskID]structs.TaskState{},
 		unbound: map[structs.TaskID]structs.NodeID{}, boundIDs: map[structs.TaskID]bool{}, notReady: map[string]time.Time{},
-		execPods: map[structs.TaskID]string{}, execWhy: map[types.UID]string{}, execKick: make(chan struct{}, 1)}
+		execPods: map[structs.TaskID]string{}, execWhy: map[types.UID]string{}, execKick: make(chan struct{}, 1),
+		pullSince: map[types.UID]time.Time{}}
 	sel := LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(cfg.Cluster))
 	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))

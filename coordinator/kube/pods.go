@@ -34,6 +34,11 @@ func (b *Backend) observe(o any, deleted bool) {
 	if !ok {
 		return
 	}
+	if deleted || p.Status.Phase != corev1.PodPending {
+		b.mu.Lock()
+		delete(b.pullSince, p.UID) // starting.go
+		b.mu.Unlock()
+	}
 	id := structs.TaskID(p.Annotations[LabelTask])
 	if id == "" || !b.current(id, p) {
 		return

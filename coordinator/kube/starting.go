@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -42,10 +43,44 @@ func (b *Backend) beatStarting() {
 				Message: fmt.Sprintf("pod %s/%s cannot start: %s", p.Namespace, p.Name, why)}, true, false)
 			continue
 		}
+		if why, since := b.pullFailing(p); why != "" && b.cfg.Now().Sub(since) >= b.cfg.ImagePullGrace {
+			b.note(id, p, state.TaskEvent{State: structs.TaskLost,
+				Message: fmt.Sprintf("pod %s/%s has not pulled its image for %s: %s", p.Namespace, p.Name, b.cfg.ImagePullGrace, why)}, true, false)
+			continue
+		}
 		if err := b.report(id, state.TaskEvent{}); err != nil {
 			b.log.Debug("heartbeat of a starting pod failed", "task", id, "err", err)
 		}
 	}
+}
+
+// pullFailing says why Pod p's image pull fails (ErrImagePull,
+// ImagePullBackOff: an image or tag that is not there, a registry that
+// refuses) and since when this backend has seen it fail; "" once it does
+// not (then it is forgotten).
+func (b *Backend) pullFailing(p *corev1.Pod) (string, time.Time) {
+	why := ""
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
+			why = w.Reason
+			if w.Message != "" {
+				why += ": " + w.Message
+			}
+			break
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if why == "" {
+		delete(b.pullSince, p.UID)
+		return "", time.Time{}
+	}
+	since, ok := b.pullSince[p.UID]
+	if !ok {
+		since = b.cfg.Now()
+		b.pullSince[p.UID] = since
+	}
+	return why, since
 }
 
 // startBlocked says why Pod p's containers cannot start, if one waits
