@@ -33,7 +33,10 @@ func rshServers(t *testing.T, n int) (hosts []string, servers []*rsh.Server, hos
 	t.Helper()
 	m := map[string]string{}
 	for i := range n {
-		s := rsh.New(rsh.Config{Verify: stubVerify})
+		// Each made-up host its own TMPDIR, as each Pod (and each local
+		// task) has: Open MPI 4.1's orteds on one host race creating their
+		// session directory under it ("mkdir ... File exists").
+		s := rsh.New(rsh.Config{Verify: stubVerify, Env: append(os.Environ(), "TMPDIR="+t.TempDir())})
 		require.NoError(t, s.Listen("127.0.0.1:0"))
 		t.Cleanup(func() { s.Stop(time.Second); _ = s.Close() })
 		h := fmt.Sprintf("mpi-7-%d-a1f%d", i, i)
@@ -74,7 +77,7 @@ func TestMPIRunOverAtomRsh(t *testing.T) {
 				"--mca", "plm_rsh_agent", atomBin+" rsh",
 				"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo",
 				prog)
-			cmd.Env = append(os.Environ(), "ATOM_RSH_HOSTS="+hostsFile, "ATOM_TOKEN="+rshToken, "ATOM_COORDINATOR=")
+			cmd.Env = append(os.Environ(), "ATOM_RSH_HOSTS="+hostsFile, "ATOM_TOKEN="+rshToken, "ATOM_COORDINATOR=", "TMPDIR="+t.TempDir())
 			var stdout, stderr strings.Builder
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
