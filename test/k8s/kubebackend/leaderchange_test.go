@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -271,9 +272,13 @@ func TestLeaderChange(t *testing.T) {
 		})
 		return rack == "r9"
 	}, 20*time.Second, 20*time.Millisecond, "the new leader follows the Node's labels")
+	// NodeSync logs that it follows once its informers have synced, which
+	// may be just after it has applied a change.
+	require.Eventually(t, func() bool {
+		return strings.Contains(tr.logs.String(), `msg="following kubernetes nodes" server=`+leader+" cluster=k8s")
+	}, 20*time.Second, 20*time.Millisecond, "the new leader follows the Nodes")
 	logs := tr.logs.String()
 	assert.Contains(t, logs, `msg="following kubernetes nodes" server=s1 cluster=k8s`)
-	assert.Contains(t, logs, `msg="following kubernetes nodes" server=`+leader+" cluster=k8s")
 	assert.NotContains(t, logs, `msg="following kubernetes nodes" server=`+follower, "a follower does not watch Nodes")
 
 	// The replica on the NotReady node: lost once the new leader has led
