@@ -43,6 +43,20 @@ func runCommand() *cli.Command {
 	}
 }
 
+// checkDurations refuses a --grace below 0 (0: SIGKILL at once) and a
+// --heartbeat or --report-timeout of 0 or less, saying what is allowed.
+func checkDurations(c *cli.Context) error {
+	if g := c.Duration("grace"); g < 0 {
+		return fmt.Errorf("--grace %s: use 0 or more (0 kills at once; the default is 10s)", g)
+	}
+	for _, name := range []string{"heartbeat", "report-timeout"} {
+		if d := c.Duration(name); d <= 0 {
+			return fmt.Errorf("--%s %s: use more than 0 (a duration such as 5s)", name, d)
+		}
+	}
+	return nil
+}
+
 // process is what atom waits on: the job's process, or for a task that
 // only serves launches (an MPI worker), the launched processes.
 type process interface {
@@ -72,6 +86,9 @@ func run(c *cli.Context) error {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := checkDurations(c); err != nil {
+		return cli.Exit("atom: "+err.Error(), exitUsage)
+	}
 	// 1. Allocation.
 	a, err := readAllocation(c)
 	if err != nil {
