@@ -318,6 +318,27 @@ func (s *server) getCluster(_ http.ResponseWriter, r *http.Request, _ caller) (i
 	return http.StatusOK, cl, nil
 }
 
+// backendKept refuses to change the backend of a cluster that has nodes:
+// its tasks run there, and its nodes came from that backend (a cluster
+// config's nodes, or a kubernetes cluster's Node objects).
+func (s *server) backendKept(cl *structs.Cluster) error {
+	var old *structs.Cluster
+	nodes := 0
+	s.store.Read(func(st *state.State) {
+		old = st.Clusters[cl.Name]
+		for _, n := range st.Nodes {
+			if n.Cluster == cl.Name {
+				nodes++
+			}
+		}
+	})
+	if old == nil || old.Backend == cl.Backend || nodes == 0 {
+		return nil
+	}
+	return errorf(http.StatusConflict, "cluster %s has %d nodes on backend %s: a cluster with nodes cannot change backend to %s (its tasks run there): add a new cluster with backend %s instead",
+		cl.Name, nodes, old.Backend, cl.Backend, cl.Backend)
+}
+
 // putCluster: PUT /v1/clusters/{name} with a cluster spec (admins).
 func (s *server) putCluster(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
 	name := r.PathValue("name")
@@ -333,6 +354,9 @@ func (s *server) putCluster(_ http.ResponseWriter, r *http.Request, _ caller) (i
 		return 0, nil, err
 	}
 	if err := nameMatches("cluster name", string(cl.Name), name); err != nil {
+		return 0, nil, err
+	}
+	if err := s.backendKept(cl); err != nil {
 		return 0, nil, err
 	}
 	if _, err := s.apply(r.Context(), &state.ClusterUpsert{Cluster: cl}); err != nil {

@@ -153,6 +153,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		"node: bad UTF-8":        {"admin", "PUT", "/v1/nodes/n9", "name: n9\ncpu: 4\nmemory: 1Gi\ntags: {a: \"\xff\"}\n", 400, "not valid UTF-8", nil},
 		"node: delete unknown":   {"admin", "DELETE", "/v1/nodes/n9", ``, 404, "not found", nil},
 		"node: delete busy":      {"admin", "DELETE", "/v1/nodes/g1", ``, 409, "still runs task", nil},
+		"cluster: new backend":   {"admin", "PUT", "/v1/clusters/local", `{name: local, backend: kubernetes, namespace: jobs}`, 409, "nodes on backend local: a cluster with nodes cannot change backend to kubernetes (its tasks run there): add a new cluster with backend kubernetes instead", nil},
 		"release: unknown node":  {"admin", "POST", "/v1/nodes/n9/release", `{}`, 404, "node n9", nil},
 		"release: bad node name": {"admin", "POST", "/v1/nodes/N9/release", `{}`, 400, "node name", nil},
 		"release: index 8":       {"admin", "POST", "/v1/nodes/g1/release", `{"accelerators": [8]}`, 400, "accelerator 8 is not allowed: use 0 to 7", nil},
