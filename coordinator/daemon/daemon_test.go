@@ -46,9 +46,11 @@ func fastRaft(c *server.Config) {
 	c.StopGrace = 2 * time.Second
 }
 
-// TestDevRunsAJobToSucceeded is the dev-mode promise: one process, a job
-// submitted over the API runs as a real process and ends Succeeded.
-func TestDevRunsAJobToSucceeded(t *testing.T) {
+// startDev starts what coordinator dev runs: one bootstrapped server with
+// the embedded cluster and the local backend, data (and task
+// directories under work/tasks) in the returned directory.
+func startDev(t *testing.T) (*daemon.Daemon, string) {
+	t.Helper()
 	dir := t.TempDir()
 	cluster, err := daemon.DevCluster()
 	require.NoError(t, err)
@@ -58,6 +60,13 @@ func TestDevRunsAJobToSucceeded(t *testing.T) {
 	d, err := daemon.Start(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
+	return d, dir
+}
+
+// TestDevRunsAJobToSucceeded is the dev-mode promise: one process, a job
+// submitted over the API runs as a real process and ends Succeeded.
+func TestDevRunsAJobToSucceeded(t *testing.T) {
+	d, dir := startDev(t)
 
 	c := client.New(d.URL, adminToken)
 	ctx := context.Background()

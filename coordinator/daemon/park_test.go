@@ -15,8 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/coordinator/client"
-	"github.com/atom-sched/atom/coordinator/daemon"
-	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -27,15 +25,7 @@ import (
 // while other work runs), then to 2 (two new processes run, charged
 // again).
 func TestDevServiceScalesToZeroAndBack(t *testing.T) {
-	dir := t.TempDir()
-	cluster, err := daemon.DevCluster()
-	require.NoError(t, err)
-	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tokens(t), Cluster: cluster, Logger: quiet()}
-	cfg.Server = server.Config{ID: "dev", RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true}
-	fastRaft(&cfg.Server)
-	d, err := daemon.Start(cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
+	d, dir := startDev(t)
 	c := client.New(d.URL, adminToken)
 	ctx := context.Background()
 
