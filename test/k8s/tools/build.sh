@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes programs atom's tests run for real (kube-apiserver and
-# kube-scheduler from k8s.io/kubernetes v1.37.2, kwok v0.8.0) from this tools
+# Builds the Kubernetes programs atom's tests run for real (kube-apiserver,
+# kube-scheduler and kubelet from k8s.io/kubernetes v1.37.2, kwok v0.8.0) from this tools
 # module into a cache outside the repository, and copies kwok's node and pod
 # stage files beside them. A cache whose stamp matches this module's go.mod,
 # go.sum and this script is used as it is, so only the first run builds
@@ -22,7 +22,7 @@ stamp="$(cat "$here/go.mod" "$here/go.sum" "$here/build.sh" | sha256sum | cut -d
 
 have() {
 	[ -f "$bin/.stamp" ] && [ "$(cat "$bin/.stamp")" = "$stamp" ] || return 1
-	for f in kube-apiserver kube-scheduler kwok; do [ -x "$bin/$f" ] || return 1; done
+	for f in kube-apiserver kube-scheduler kubelet kwok; do [ -x "$bin/$f" ] || return 1; done
 	for d in node/fast node/heartbeat pod/fast; do [ -d "$cache/stage/$d" ] || return 1; done
 }
 
@@ -35,7 +35,7 @@ mkdir -p "$cache"
 tmp="$(mktemp -d "$cache/build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 
-echo "building kube-apiserver, kube-scheduler (k8s.io/kubernetes v1.37.2) and kwok v0.8.0 into $bin" >&2
+echo "building kube-apiserver, kube-scheduler, kubelet (k8s.io/kubernetes v1.37.2) and kwok v0.8.0 into $bin" >&2
 echo "(the first build takes 12-20 minutes on 2 cores; later runs reuse it)" >&2
 start=$(date +%s)
 cd "$here"
@@ -46,6 +46,7 @@ ldflags="-s -w -X $ver.gitVersion=v1.37.2 -X $ver.gitMajor=1 -X $ver.gitMinor=37
 CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$GO" build -trimpath -ldflags "$ldflags" -o "$tmp/" \
 	k8s.io/kubernetes/cmd/kube-apiserver \
 	k8s.io/kubernetes/cmd/kube-scheduler \
+	k8s.io/kubernetes/cmd/kubelet \
 	sigs.k8s.io/kwok/cmd/kwok
 
 # kwok's stage files, as shipped in its module.
@@ -59,7 +60,7 @@ done
 
 rm -rf "$bin" "$cache/stage"
 mkdir -p "$bin"
-mv "$tmp/kube-apiserver" "$tmp/kube-scheduler" "$tmp/kwok" "$bin/"
+mv "$tmp/kube-apiserver" "$tmp/kube-scheduler" "$tmp/kubelet" "$tmp/kwok" "$bin/"
 mv "$tmp/stage" "$cache/stage"
 echo "$stamp" >"$bin/.stamp"
 echo "built in $(($(date +%s) - start))s" >&2
