@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s bench-k8s demo gpu-check deps-cache bench-fuse chaos
+.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s bench-k8s demo gpu-check deps-cache bench-fuse chaos deps-spark
 
 all: build
 
@@ -16,7 +16,7 @@ build: deps deps-cache
 	$(GO) build -o bin/coordinator ./coordinator
 	$(GO) build -o bin/atom ./atom
 
-test: deps deps-mpi deps-cache deps-etcd k8s-tools
+test: deps deps-mpi deps-cache deps-etcd k8s-tools deps-spark
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
 
@@ -102,6 +102,38 @@ deps-cache:
 		echo "installing Redis and FUSE: apt-get install -y redis-server fuse3 libfuse-dev"; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y redis-server fuse3 libfuse-dev || \
 		{ $(SUDO) apt-get -o DPkg::Lock::Timeout=300 update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y redis-server fuse3 libfuse-dev; }; \
+	fi
+
+# Spark for the spark jobs' tests (test/spark): PyPI's pyspark, which ships
+# spark-submit and Spark's jars, and redis-py for the Redis example job, in
+# a virtualenv at ${XDG_CACHE_HOME:-$HOME/.cache}/atom/spark-$(SPARK_VERSION)
+# (or $ATOM_SPARK_VENV), made once and reused while its .installed lists the
+# same pins. Spark 4 needs Java 17 or later: Debian's openjdk-17-jre-headless
+# when java is missing or older, and python3-venv when python3 cannot make a
+# virtualenv (apt-get update only if the install fails). The tests find the
+# virtualenv in ATOM_SPARK_VENV, exported here.
+SPARK_VERSION   ?= 4.3.0
+SPARK_PIP_PINS  ?= pyspark==$(SPARK_VERSION) redis==8.1.0
+ATOM_SPARK_VENV ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/atom/spark-$(SPARK_VERSION)
+export ATOM_SPARK_VENV
+deps-spark:
+	@major=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1); \
+	if [ -z "$$major" ] || [ "$$major" -lt 17 ]; then \
+		echo "installing Java 17 for Spark (java: $${major:-missing}): apt-get install -y openjdk-17-jre-headless"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y openjdk-17-jre-headless || \
+		{ $(SUDO) apt-get -o DPkg::Lock::Timeout=300 update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y openjdk-17-jre-headless; }; \
+	fi
+	@if [ "$$(cat '$(ATOM_SPARK_VENV)/.installed' 2>/dev/null)" != "$(SPARK_PIP_PINS)" ]; then \
+		if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then \
+			echo "installing python3-venv: apt-get install -y python3 python3-venv"; \
+			$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y python3 python3-venv || \
+			{ $(SUDO) apt-get -o DPkg::Lock::Timeout=300 update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y python3 python3-venv; }; \
+		fi; \
+		echo "installing $(SPARK_PIP_PINS) into $(ATOM_SPARK_VENV) (about 450 MB, once)"; \
+		rm -rf '$(ATOM_SPARK_VENV)' && python3 -m venv '$(ATOM_SPARK_VENV)' && \
+		'$(ATOM_SPARK_VENV)/bin/pip' install --quiet --disable-pip-version-check $(SPARK_PIP_PINS) && \
+		echo '$(SPARK_PIP_PINS)' > '$(ATOM_SPARK_VENV)/.installed' || \
+		{ echo "deps-spark: pip install $(SPARK_PIP_PINS) into $(ATOM_SPARK_VENV) failed" >&2; exit 1; }; \
 	fi
 
 # Sequential read of a 256 MiB file through the cache's FUSE mount vs plain
