@@ -10,6 +10,8 @@ const (
 	DefaultSparkExecutorInstances  = 2       // Spark's own default on Kubernetes
 	DefaultSparkExecutorCores      = 1       // Spark's own default on Kubernetes
 	DefaultSparkExecutorMemory     = 1 << 30 // 1Gi: Spark's own default, 1g
+	DefaultSparkDriverCores        = 1       // Spark's own default, spark.driver.cores
+	DefaultSparkDriverMemory       = 1 << 30 // 1Gi: the heap, Spark's own default, 1g
 	DefaultSparkGPUVendor          = "nvidia.com"
 	DefaultSparkGPUDiscoveryScript = "/opt/spark/examples/src/main/scripts/getGpusResources.sh"
 	DefaultSparkServiceAccount     = "spark"
@@ -19,6 +21,9 @@ const (
 	// MinSparkExecutorMemory is the least executor memory Spark starts with
 	// (1.5 × the 300 MiB it reserves).
 	MinSparkExecutorMemory = 450 << 20
+	// MinSparkDriverResources is the least memory a spark job's driver is
+	// allocated: the least heap and Spark's least memory overhead.
+	MinSparkDriverResources = MinSparkExecutorMemory + MinSparkMemoryOverhead
 
 	mebibyte = 1 << 20
 )
@@ -149,6 +154,9 @@ var atomSparkConf = []struct{ key, from string }{
 	{"spark.kubernetes.driver.scheduler.name", ""},
 	{"spark.kubernetes.executor.scheduler.name", ""},
 	{"spark.kubernetes.executor.label.atom.io/", ""},
+	{"spark.driver.memory", "resources.memory or spark.driver.memory (the driver's heap is its memory less Spark's overhead)"},
+	{"spark.driver.cores", "resources.cpu or spark.driver.cores"},
+	{"spark.driver.resource.gpu.", "resources.accelerators (the driver's GPUs)"},
 	{"spark.executor.instances", "spark.executor.instances"},
 	{"spark.executor.cores", "spark.executor.cores"},
 	{"spark.executor.memory", "spark.executor.memory"},
@@ -208,7 +216,37 @@ func (e SparkExecutor) ExecutorMemoryOverhead() int64 {
 	if e.MemoryOverhead > 0 {
 		return e.MemoryOverhead
 	}
-	return max(MinSparkMemoryOverhead, e.Memory/10/mebibyte*mebibyte)
+	return SparkMemoryOverhead(e.Memory)
+}
+
+// SparkMemoryOverhead is Spark's default memory overhead of a JVM of heap
+// bytes, driver or executor: max(384 MiB, 10% of heap) rounded down to
+// whole MiB (spark.driver.memoryOverhead, spark.executor.memoryOverhead).
+func SparkMemoryOverhead(heap int64) int64 {
+	return max(MinSparkMemoryOverhead, heap/10/mebibyte*mebibyte)
+}
+
+// SparkDriverHeap returns the heap atom gives a Spark driver allocated
+// alloc bytes (--driver-memory): the most whole MiB H with H +
+// SparkMemoryOverhead(H) <= alloc, so the JVM's off-heap memory (metaspace,
+// thread stacks, direct buffers, the Python workers' share) has the room
+// Spark reserves for it; 0 when alloc cannot hold the overhead. A driver
+// sized by spark.driver.memory M is allocated M + SparkMemoryOverhead(M),
+// whose heap is M again.
+func SparkDriverHeap(alloc int64) int64 {
+	lo, hi := int64(0), alloc/mebibyte // in MiB: lo fits (or is 0), hi+1 does not
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if h := mid * mebibyte; h+SparkMemoryOverhead(h) <= alloc {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if h := lo * mebibyte; h+SparkMemoryOverhead(h) <= alloc {
+		return h
+	}
+	return 0
 }
 
 // ExecutorResources returns what one executor Pod of the job asks for and

@@ -260,7 +260,10 @@ func (s *JobSpec) shape(j *Job) error {
 			j.MinAvailable = int(*s.MinAvailable)
 		}
 	}
-	r, err := s.Resources.convert("resources", n)
+	r, driver, err := s.driverResources(n) // a spark job's spark.driver, instead of resources
+	if !driver {
+		r, err = s.Resources.convert("resources", n)
+	}
 	if err != nil {
 		return err
 	}

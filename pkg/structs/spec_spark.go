@@ -19,6 +19,7 @@ import (
 //	spark:
 //	  mainApplicationFile: local:///opt/spark/jobs/clean.py
 //	  arguments: [--day, 2024-05-01]
+//	  driver: {cores: 2, memory: 4Gi}
 //	  executor:
 //	    cores: 4
 //	    memory: 16Gi
@@ -29,10 +30,13 @@ import (
 //
 // The driver is the job's replica 0: the task atom places, where atom runs
 // spark-submit in client mode. replicas, resources and the rest of the job
-// spec describe that driver, as for any kind. Executors are not replicas of
-// the job: the driver asks Kubernetes for them as Pods that name atom's
-// coordinator as their scheduler, which binds them within the job's quota,
-// and they are owned by the driver's pod, so they die with it.
+// spec describe that driver, as for any kind; driver (cores, memory) is the
+// Spark Operator's way to say the same, instead of resources. Executors are
+// not replicas of the job: on Kubernetes the driver asks for them as Pods
+// that name atom's coordinator as their scheduler, which binds them within
+// the job's quota, and they are owned by the driver's pod, so they die with
+// it. On the local backend Spark runs in local mode: its executors are
+// threads of the driver, on the driver's cores.
 //
 // Defaults: executor.instances 2 (without dynamic allocation), cores 1,
 // memory 1Gi, memoryOverhead Spark's own (10% of memory, at least 384Mi);
@@ -51,11 +55,25 @@ type SparkSpec struct {
 	Arguments           []string `json:"arguments,omitempty" spec:"multiline"`
 	// SparkConf holds further Spark properties (spark.*), passed as --conf
 	// in key order. Keys atom sets itself are refused (IsAtomSparkConf).
-	SparkConf         map[string]string           `json:"sparkConf,omitempty"`
+	SparkConf map[string]string `json:"sparkConf,omitempty"`
+	// Driver sizes the driver (the job's replica 0) instead of resources.
+	Driver            *SparkDriverSpec            `json:"driver,omitempty"`
 	Executor          SparkExecutorSpec           `json:"executor,omitempty"`
 	DynamicAllocation *SparkDynamicAllocationSpec `json:"dynamicAllocation,omitempty"`
 	ServiceAccount    string                      `json:"serviceAccount,omitempty"` // the driver's; executors inherit it
 	Namespace         string                      `json:"namespace,omitempty"`      // the driver's and the executors'
+}
+
+// SparkDriverSpec sizes the driver as the Spark Operator's driver section
+// does: whole cores, and memory, the driver JVM's heap
+// (spark.driver.memory, whole mebibytes). The driver's task is allocated
+// cores CPUs and memory plus Spark's memory overhead, max(384Mi, 10% of
+// memory), as the Operator sizes a driver Pod; atom gives the JVM memory
+// as its heap. Defaults: cores 1, memory 1Gi (Spark's own, 1g). A spec
+// gives either driver or resources: both size the same task.
+type SparkDriverSpec struct {
+	Cores  *int64   `json:"cores,omitempty"`  // 1..MaxSparkExecutorCores
+	Memory Quantity `json:"memory,omitempty"` // JVM heap: "4Gi"
 }
 
 // SparkExecutorSpec is what each executor asks for. Memory quantities are
@@ -104,12 +122,49 @@ func (s *JobSpec) spark(j *Job) error {
 			return err
 		}
 	}
+	if m := j.Resources.Memory; ss.Driver == nil && m > 0 && SparkDriverHeap(m) < MinSparkExecutorMemory {
+		return bad("resources.memory", s.Resources.Memory, "a spark job's driver needs at least %s: Spark's least heap (%s) and its memory overhead (%s); or give spark.driver.memory, the heap",
+			FormatBytes(MinSparkDriverResources), FormatBytes(MinSparkExecutorMemory), FormatBytes(MinSparkMemoryOverhead))
+	}
 	if _, ok := sp.SparkConf[SparkExecutorPodTemplateConf]; ok && len(s.Tolerations) > 0 {
 		return &FieldError{Field: key("spark.sparkConf", SparkExecutorPodTemplateConf),
 			Msg: "is not allowed with tolerations: atom writes the executor pod template itself, to give executors the job's tolerations"}
 	}
 	j.Spark = sp
 	return nil
+}
+
+// driverResources returns the resources of the driver, the job's replica
+// 0, that spark.driver gives: its cores, and its heap plus Spark's memory
+// overhead; ok is false when the spec has no spark.driver (resources says
+// them). n replicas of them must fit in 64 bits.
+func (s *JobSpec) driverResources(n int64) (r Resources, ok bool, err error) {
+	if s.Kind != KindSpark || s.Spark == nil || s.Spark.Driver == nil {
+		return r, false, nil
+	}
+	const field = "spark.driver"
+	if rs := s.Resources; rs.CPU != "" || rs.Memory != "" || rs.Accelerators != nil || len(rs.Devices) > 0 {
+		return r, true, &FieldError{Field: field, Msg: "is not allowed with resources: both size the driver (the job's replica 0): give spark.driver (cores, memory) or resources (cpu, memory, accelerators), not both"}
+	}
+	d := s.Spark.Driver
+	cores := int64(DefaultSparkDriverCores)
+	if d.Cores != nil {
+		cores = *d.Cores
+		if err := checkRange(field+".cores", cores, 1, MaxSparkExecutorCores, " whole cores"); err != nil {
+			return r, true, err
+		}
+	}
+	heap := int64(DefaultSparkDriverMemory)
+	if d.Memory != "" {
+		if heap, err = sparkMemory(field+".memory", d.Memory, MinSparkExecutorMemory, ": Spark starts no driver with less"); err != nil {
+			return r, true, err
+		}
+	}
+	r = Resources{MilliCPU: cores * 1000, Memory: heap + SparkMemoryOverhead(heap)}
+	if r.Memory < heap || n > math.MaxInt64/r.Memory {
+		return r, true, bad(field+".memory", d.Memory, "it overflows 64 bits: ask for less")
+	}
+	return r, true, nil
 }
 
 var (

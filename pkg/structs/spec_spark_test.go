@@ -153,6 +153,32 @@ func TestSparkSectionRejects(t *testing.T) {
 			"and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
 		{"unknown field", sparkJob + app + "  executor: {gpus: 1}",
 			"spark.executor.gpus is not a known field: use instances, cores, memory, memoryOverhead, gpu, nodeSelector"},
+		{"conf of the driver's heap", sparkJob + app + "  sparkConf: {spark.driver.memory: 4g}",
+			`spark.sparkConf["spark.driver.memory"] is not allowed: atom sets spark.driver.memory itself: use resources.memory or spark.driver.memory (the driver's heap is its memory less Spark's overhead)`},
+		{"conf of the driver's cores", sparkJob + app + "  sparkConf: {spark.driver.cores: \"4\"}",
+			`spark.sparkConf["spark.driver.cores"] is not allowed: atom sets spark.driver.cores itself: use resources.cpu or spark.driver.cores`},
+		{"conf of the driver's GPUs", sparkJob + app + "  sparkConf: {spark.driver.resource.gpu.discoveryScript: /x.sh}",
+			`spark.sparkConf["spark.driver.resource.gpu.discoveryScript"] is not allowed: atom sets spark.driver.resource.gpu.* itself: use resources.accelerators (the driver's GPUs)`},
+		{"conf of the master", sparkJob + app + "  sparkConf: {spark.master: \"local[*]\"}",
+			`spark.sparkConf["spark.master"] is not allowed: atom sets spark.master itself`},
+		{"conf of the scheduler", sparkJob + app + "  sparkConf: {spark.kubernetes.scheduler.name: volcano}",
+			`spark.sparkConf["spark.kubernetes.scheduler.name"] is not allowed: atom sets spark.kubernetes.scheduler.name itself`},
+		{"driver and resources", sparkJob + app + "  driver: {cores: 2}",
+			"spark.driver is not allowed with resources: both size the driver (the job's replica 0): give spark.driver (cores, memory) or resources (cpu, memory, accelerators), not both"},
+		{"driver without cores", driverJob + "  driver: {cores: 0}", "spark.driver.cores 0 is not allowed: use 1 to 1024 whole cores"},
+		{"driver of fractional cores", driverJob + "  driver: {cores: 1.5}", "spark.driver.cores 1.5 is not allowed: use a whole number"},
+		{"driver heap too small", driverJob + "  driver: {memory: 256Mi}",
+			`spark.driver.memory "256Mi" is not allowed: use at least 450Mi: Spark starts no driver with less`},
+		{"driver heap not in MiB", driverJob + "  driver: {memory: 1G}",
+			`spark.driver.memory "1G" is not allowed: use whole mebibytes, such as 512Mi or 16Gi: Spark counts memory in MiB`},
+		{"driver heap overflowing", driverJob + "  driver: {memory: 8Ei}",
+			`spark.driver.memory "8Ei" is not allowed: it overflows 64 bits: use less than 9223372036854775807 bytes`},
+		{"driver heap and overhead overflowing", driverJob + "  driver: {memory: 8388607Ti}",
+			`spark.driver.memory "8388607Ti" is not allowed: it overflows 64 bits: ask for less`},
+		{"driver field the Operator has, atom not", driverJob + "  driver: {coreLimit: 1200m}",
+			"spark.driver.coreLimit is not a known field: use cores, memory"},
+		{"driver memory too small", "kind: spark\nname: clean\nresources: {cpu: 1, memory: 512Mi}\n" + app,
+			`resources.memory "512Mi" is not allowed: a spark job's driver needs at least 834Mi: Spark's least heap (450Mi) and its memory overhead (384Mi); or give spark.driver.memory, the heap`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,6 +186,50 @@ func TestSparkSectionRejects(t *testing.T) {
 			_, err := submit(tc.spec)
 			assert.EqualError(t, err, tc.want)
 		})
+	}
+}
+
+// driverJob is a spark job without resources, up to its driver section.
+const driverJob = "kind: spark\nname: clean\nspark:\n  mainApplicationFile: /app.py\n"
+
+// spark.driver sizes the job's replica 0 as the Spark Operator sizes a
+// driver Pod: cores, and the heap plus Spark's overhead; it is charged so.
+func TestSparkDriver(t *testing.T) {
+	t.Parallel()
+	mi := int64(1) << 20
+	cases := []struct {
+		driver string
+		want   Resources
+		heap   int64
+	}{
+		{"  driver: {cores: 2, memory: 4Gi}", Resources{MilliCPU: 2000, Memory: 4096*mi + 409*mi}, 4096 * mi},
+		{"  driver: {memory: 1536Mi}", Resources{MilliCPU: 1000, Memory: 1536*mi + 384*mi}, 1536 * mi},
+		{"  driver: {}", Resources{MilliCPU: 1000, Memory: 1024*mi + 384*mi}, 1024 * mi},
+	}
+	for _, tc := range cases {
+		j, err := submit(driverJob + tc.driver)
+		require.NoError(t, err, tc.driver)
+		assert.Equal(t, tc.want, j.Resources, tc.driver)
+		assert.Equal(t, tc.heap, SparkDriverHeap(j.Resources.Memory), "%s: the heap atom gives the driver is spark.driver.memory again", tc.driver)
+		charge := JobCharge(j, j.ShapeAt(0), 1)
+		assert.Equal(t, tc.want.MilliCPU+int64(j.Spark.MaxExecutors())*1000, charge[KeyCPU], "%s: charged for the driver and its executors", tc.driver)
+		assert.Equal(t, tc.want.Memory+int64(j.Spark.MaxExecutors())*(gi+384*mi), charge[KeyMemory], "%s: charged for the driver and its executors", tc.driver)
+	}
+}
+
+// SparkDriverHeap inverts Spark's overhead rule: heap + max(384Mi, 10%)
+// within the allocation, whole MiB.
+func TestSparkDriverHeap(t *testing.T) {
+	t.Parallel()
+	mi := int64(1) << 20
+	for _, tc := range []struct{ alloc, heap int64 }{
+		{0, 0}, {383 * mi, 0}, {384 * mi, 0}, {385 * mi, mi}, {834 * mi, 450 * mi},
+		{1408 * mi, 1024 * mi}, {4224 * mi, 3840 * mi}, {8 << 30, 7448 * mi}, {8<<30 + mi - 1, 7448 * mi},
+	} {
+		assert.Equal(t, tc.heap, SparkDriverHeap(tc.alloc), "alloc %d MiB", tc.alloc/mi)
+	}
+	for h := int64(450) * mi; h < 20000*mi; h += 97 * mi {
+		require.Equal(t, h, SparkDriverHeap(h+SparkMemoryOverhead(h)), "heap %d MiB", h/mi)
 	}
 }
 
@@ -211,11 +281,12 @@ func TestIsAtomSparkConf(t *testing.T) {
 	t.Parallel()
 	for _, k := range []string{"spark.executor.cores", "spark.kubernetes.scheduler.name", "spark.kubernetes.executor.scheduler.name",
 		"spark.executor.resource.gpu.amount", "spark.task.resource.gpu.amount", "spark.kubernetes.node.selector.zone",
-		"spark.kubernetes.executor.label.atom.io/job", "spark.dynamicAllocation.shuffleTracking.enabled"} {
+		"spark.kubernetes.executor.label.atom.io/job", "spark.dynamicAllocation.shuffleTracking.enabled",
+		"spark.master", "spark.driver.memory", "spark.driver.cores", "spark.driver.resource.gpu.amount"} {
 		assert.True(t, IsAtomSparkConf(k), k)
 	}
 	for _, k := range []string{"spark.sql.shuffle.partitions", "spark.executor.resource.fpga.amount", "spark.kubernetes.executor.label.team",
-		"spark.driver.memory", "spark.executor.coresX", "spark.dynamicAllocation.executorIdleTimeout"} {
+		"spark.driver.memoryOverhead", "spark.executor.coresX", "spark.dynamicAllocation.executorIdleTimeout", "spark.local.dir"} {
 		assert.False(t, IsAtomSparkConf(k), k)
 	}
 }
