@@ -42,6 +42,11 @@ type Snapshot struct {
 	// is two volumes, and a job naming volumes goes only to a cluster
 	// listed here that holds them all (so never to a local cluster).
 	Volumes map[structs.ClusterID]map[string]bool
+	// NoExecutors lists the clusters where a spark job's driver asks for
+	// no executor Pods: those that are not kubernetes clusters, where
+	// Spark runs in local mode on the driver's cores. There the driver
+	// is placed alone. Optional: nil means every cluster runs executors.
+	NoExecutors map[structs.ClusterID]bool
 }
 
 // Input is what to decide about.
@@ -86,6 +91,11 @@ type Placement struct {
 	// them there from a cluster that holds them. Empty when the cluster
 	// holds them all or has no cache.
 	Warm []string
+	// Held is the room held for a spark job's minimum executors, placed
+	// with its driver as one gang (ReserveMinExecutors, one per
+	// executor): the state keeps it (setting Made) until its executor
+	// Pods bind into it, or the job stops running.
+	Held []Reservation `json:",omitempty"`
 }
 
 // TaskPlacement puts one replica on one node.
@@ -119,8 +129,8 @@ type Reservation struct {
 	// holds room for (its job runs; the executor is not placed yet).
 	Executor string `json:",omitempty"`
 	// Made is the Raft index of the command that made an executor
-	// reservation: a plan computed on an earlier snapshot did not see it
-	// and keeps it as it is.
+	// reservation (ReserveExecutor, ReserveMinExecutors): a plan computed
+	// on an earlier snapshot did not see it and keeps it as it is.
 	Made uint64 `json:",omitempty"`
 	// Freed is when a cycle first saw no task stopping on the node of an
 	// executor reservation (its victims gone); it lapses ExecutorHold
@@ -135,6 +145,12 @@ const (
 	ReservePreemption ReservationKind = "preemption" // freed by victims for the preemptor
 	ReserveGang       ReservationKind = "gang"       // oldest blocked gang in its pool
 	ReserveExecutor   ReservationKind = "executor"   // freed by victims for a running job's executor Pod
+	// ReserveMinExecutors is room for one of a spark job's minimum
+	// executors, held from its driver's placement until an executor Pod
+	// of the job binds into it (TakeHeld), or the job stops running. It
+	// binds every other job, whatever its priority: a higher one gets
+	// it only by preempting the whole (low) spark job.
+	ReserveMinExecutors ReservationKind = "min-executors"
 )
 
 // ExecutorHold is how long the room freed for an executor Pod stays held

@@ -3,8 +3,6 @@ package sched
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +60,10 @@ func executorResources(j *structs.Job, p ExecutorPod) (structs.Resources, error)
 // charged with its driver: in a project pool neither is), among the nodes
 // pod's own node selector, required node affinity and tolerations allow.
 // Reservations of other jobs and of j's other executors are respected;
-// the room reserved for pod (PreemptForExecutor) is its own. It returns the placement
+// the room reserved for pod (PreemptForExecutor) is its own, and so is
+// the room held for j's minimum executors (ReserveMinExecutors), which it
+// takes first when its Pod allows (the state then drops one: TakeHeld).
+// It returns the placement
 // (Index and ID left for the state to set) or an error matching ErrNoRoom,
 // saying why (no node meets the Pod's own constraints, or none has room).
 // The executor limit and quota are not its business: the job's charge
@@ -73,6 +74,15 @@ func PlaceExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, pod Exe
 		return TaskPlacement{}, err
 	}
 	w, c := e.w, e.c
+	// The room held for the job's minimum executors first, in order, on
+	// the nodes its Pod allows; then wherever it fits best.
+	for k := range w.holds {
+		if r := &w.holds[k]; r.Kind == ReserveMinExecutors && r.Job == j.ID {
+			if a, ok := w.intoHeld(c, r); ok {
+				return TaskPlacement{Index: -1, Node: r.Node, Pool: driver.Pool, Resources: a.res, Accels: a.accels}, nil
+			}
+		}
+	}
 	as := w.placeReplicas(c, 0, 1, true)
 	if len(as) != 1 {
 		return TaskPlacement{}, e.noRoom()
@@ -122,18 +132,7 @@ func newExecutorCtx(snap *Snapshot, j *structs.Job, driver *structs.Task, pod Ex
 		return nil, fmt.Errorf("no node in its driver's %s meets the executor Pod's own node selector, node affinity and tolerations (%s): %w",
 			where, ex.reasons(), ErrNoRoom)
 	}
-	jj := *j
-	jj.Kind, jj.Replicas, jj.MinAvailable, jj.Resources, jj.Fallbacks, jj.NodeName = structs.KindCommand, 1, 0, res, nil, ""
-	jj.Affinity.SpreadReplicas = false
-	var sel []string
-	if j.Selector != "" {
-		sel = append(sel, j.Selector)
-	}
-	for _, k := range slices.Sorted(maps.Keys(j.Spark.Executor.NodeSelector)) {
-		sel = append(sel, k+"="+j.Spark.Executor.NodeSelector[k])
-	}
-	jj.Selector = strings.Join(sel, ",")
-	c := w.newCtx(&jj, structs.Shape{Replicas: 1, Resources: res}, []int16{pool}, cl)
+	c := w.newCtx(executorJobFor(j, res), structs.Shape{Replicas: 1, Resources: res}, []int16{pool}, cl)
 	return &executorCtx{w: w, c: c, j: j, res: res, where: where, ex: ex}, nil
 }
 
@@ -219,4 +218,28 @@ func (w *world) excludeForPod(pod ExecutorPod, cl, pool int16) podExclusion {
 		}
 	}
 	return ex
+}
+
+// intoHeld places executor c into room r held for its job's minimum
+// executors, if its Pod and its job allow r's node now and it asks no
+// more than r holds. Others' reservations do not matter there: they were
+// made around that room (or bind nobody above them); what the executor
+// takes of it leaves nobody short.
+func (w *world) intoHeld(c *jobCtx, r *Reservation) (assignment, bool) {
+	ni, ok := w.byName[r.Node]
+	if !ok || w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, c.shape.Resources) != rOK {
+		return assignment{}, false
+	}
+	a, n := w.alloc(ni, c.shape.Resources), &w.nodes[ni]
+	h := r.Resources
+	if a.MilliCPU > h.MilliCPU || a.Memory > h.Memory || a.Accels > h.Accels ||
+		n.freeCPU < a.MilliCPU || n.freeMem < a.Memory || popcount(n.accels) < a.Accels {
+		return assignment{}, false
+	}
+	for _, g := range c.levels[0] {
+		if w.nodes[ni].group == g {
+			return w.take(ni, a), true
+		}
+	}
+	return assignment{}, false
 }

@@ -51,13 +51,20 @@ func executorsWaiting(snap *Snapshot) map[execKey]bool {
 }
 
 // holdReservations holds snap's reservations that still bind (as
-// Schedule keeps them): those of jobs that wait to be placed, and those
-// of executors that wait (executorsWaiting).
+// Schedule keeps them): those of jobs that wait to be placed, those of
+// executors that wait (executorsWaiting), and the room held for running
+// spark jobs' minimum executors.
 func (w *world) holdReservations(snap *Snapshot) {
 	waiting := executorsWaiting(snap)
 	for _, r := range snap.Reservations {
-		if r.Kind == ReserveExecutor {
+		switch r.Kind {
+		case ReserveExecutor:
 			if waiting[execKey{r.Job, r.Executor}] {
+				w.hold(r)
+			}
+			continue
+		case ReserveMinExecutors:
+			if w.heldLives(r) {
 				w.hold(r)
 			}
 			continue

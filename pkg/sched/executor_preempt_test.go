@@ -1,6 +1,7 @@
 package sched_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,8 +12,9 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// sparkRun is a harness with spark job s (driver 2 cores on n1,
-// executors of 4 cores, 8 GiB + 1 GiB) running at priority p, and low jobs
+// sparkRun is a harness with spark job s (driver 2 cores on n1, up to 4
+// executors of 4 cores, 8 GiB + 1 GiB, none held for it: its minimum is 0)
+// running at priority p, and low jobs
 // filling n1 (a: 14 cores) and n2 (b: 10 cores, then c: 6 cores a minute
 // later). n3 is another cluster's, with low job d (16 cores).
 func sparkRun(t *testing.T, p structs.Priority) (*st.Harness, *structs.Task) {
@@ -21,7 +23,8 @@ func sparkRun(t *testing.T, p structs.Priority) (*st.Harness, *structs.Task) {
 	h := st.New(t, st.CPUNode("n1", 16, 64), st.CPUNode("n2", 16, 64), n3)
 	h.Quota("user:u1", structs.ResourceList{structs.KeyCPU: 64000, structs.KeyMemory: 256 * st.Gi})
 	s := st.NewJob("s", "u1").Kind(structs.KindSpark).CPU(2, 4).Node("n1").Priority(p).Obj()
-	s.Spark = &structs.Spark{MainApplicationFile: "local:///a.py", Executor: structs.SparkExecutor{Instances: 4, Cores: 4, Memory: 8 * st.Gi, MemoryOverhead: st.Gi}}
+	s.Spark = &structs.Spark{MainApplicationFile: "local:///a.py", Executor: structs.SparkExecutor{Cores: 4, Memory: 8 * st.Gi, MemoryOverhead: st.Gi},
+		DynamicAllocation: &structs.SparkDynamicAllocation{MaxExecutors: 4}} // no minimum: its executors come one by one
 	h.MustSubmit(s)
 	h.Cycle()
 	h.MustSubmit(st.NewJob("a", "u1").Low().CPU(14, 8).Node("n1").Obj())
@@ -48,13 +51,17 @@ func addExecutor(h *st.Harness, pod string, tp sched.TaskPlacement) {
 }
 
 // preemptFor applies what PreemptForExecutor decided as the state does
-// (ExecutorPreempt): the victims stop, the room is reserved.
+// (ExecutorPreempt): the victims stop (and the room held for their
+// minimum executors goes), the room is reserved.
 func preemptFor(h *st.Harness, pre []sched.Preemption, r sched.Reservation) {
 	stop := map[structs.TaskID]bool{}
 	for _, p := range pre {
 		for _, id := range p.Tasks {
 			stop[id] = true
 		}
+		h.Snap.Reservations = slices.DeleteFunc(slices.Clone(h.Snap.Reservations), func(r sched.Reservation) bool {
+			return r.Kind == sched.ReserveMinExecutors && r.Job == p.Victim
+		})
 	}
 	for _, t := range h.Snap.Tasks {
 		if stop[t.ID] {
@@ -206,7 +213,8 @@ func TestExecutorPreemptsNothing(t *testing.T) {
 	h = st.New(t, st.CPUNode("n1", 16, 64), st.CPUNode("n2", 16, 64))
 	h.Quota("user:u1", structs.ResourceList{structs.KeyCPU: 64000, structs.KeyMemory: 256 * st.Gi})
 	s := st.NewJob("s", "u1").Kind(structs.KindSpark).CPU(2, 4).Node("n1").Obj()
-	s.Spark = &structs.Spark{MainApplicationFile: "local:///a.py", Executor: structs.SparkExecutor{Instances: 4, Cores: 4, Memory: 8 * st.Gi, MemoryOverhead: st.Gi}}
+	s.Spark = &structs.Spark{MainApplicationFile: "local:///a.py", Executor: structs.SparkExecutor{Cores: 4, Memory: 8 * st.Gi, MemoryOverhead: st.Gi},
+		DynamicAllocation: &structs.SparkDynamicAllocation{MaxExecutors: 4}} // no minimum: its executors come one by one
 	h.MustSubmit(s)
 	h.MustSubmit(st.NewJob("n", "u1").CPU(12, 8).Node("n1").Obj())
 	h.MustSubmit(st.NewJob("m", "u1").CPU(16, 8).Node("n2").Obj())
@@ -233,7 +241,8 @@ func TestExecutorOfHighJobPreempts(t *testing.T) {
 	h := st.New(t, v1, v2, pub)
 	h.Pool(&structs.Pool{Name: "vision", Project: "vision", Members: []structs.UserID{"u1"}, LendIdle: true})
 	s := st.NewJob("s", "u1").Kind(structs.KindSpark).CPU(2, 4).Project("vision").High().Node("v1").Obj()
-	s.Spark = &structs.Spark{MainApplicationFile: "local:///a.py", Executor: structs.SparkExecutor{Instances: 2, Cores: 4, Memory: 8 * st.Gi, MemoryOverhead: st.Gi}}
+	s.Spark = &structs.Spark{MainApplicationFile: "local:///a.py", Executor: structs.SparkExecutor{Cores: 4, Memory: 8 * st.Gi, MemoryOverhead: st.Gi},
+		DynamicAllocation: &structs.SparkDynamicAllocation{MaxExecutors: 2}} // no minimum: its executors come one by one
 	h.MustSubmit(s)
 	h.Cycle()
 	h.MustSubmit(st.NewJob("a", "u2").Low().CPU(14, 8).Node("v1").Obj())

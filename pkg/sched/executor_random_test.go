@@ -18,8 +18,11 @@ import (
 
 // TestRandomExecutors drives random CPU clusters where spark jobs of every
 // priority ask for executors among low, normal and high jobs (seeded, the
-// seed in the subtest name). On every step the invariants hold (the
-// harness checks them) and Schedule is deterministic, and whenever an executor preempts: it is of a
+// seed in the subtest name); their drivers come with their minimum
+// executors (all of them, or a dynamic minimum of 0 to 2). On every step
+// the invariants hold (the harness checks them: held room counts as
+// used), Schedule is deterministic, no driver runs without its minimum
+// executors bound or held, and whenever an executor preempts: it is of a
 // normal or high job, every victim is a low job other than its own, the
 // executor fits once the victims have gone, and while its room is held
 // and no high job waits, it is placed there.
@@ -67,7 +70,13 @@ func randomExecutors(t *testing.T, seed uint64, steps int) {
 			if r.IntN(2) == 0 {
 				j.Kind, j.Resources = structs.KindSpark, structs.Resources{MilliCPU: 1000, Memory: st.Gi}
 				j.Spark = &structs.Spark{MainApplicationFile: "local:///a.py", Executor: structs.SparkExecutor{
-					Instances: 1 + r.IntN(4), Cores: 1 + r.IntN(6), Memory: int64(1+r.IntN(4)) * st.Gi, MemoryOverhead: st.Gi}}
+					Cores: 1 + r.IntN(6), Memory: int64(1+r.IntN(4)) * st.Gi, MemoryOverhead: st.Gi}}
+				if r.IntN(2) == 0 {
+					j.Spark.Executor.Instances = 1 + r.IntN(4) // all of them placed with the driver
+				} else {
+					lo := r.IntN(3)
+					j.Spark.DynamicAllocation = &structs.SparkDynamicAllocation{MinExecutors: lo, InitialExecutors: lo, MaxExecutors: lo + 1 + r.IntN(3)}
+				}
 			}
 			_ = h.Submit(j)
 		case op < 8: // an executor Pod of a running spark job
@@ -109,6 +118,20 @@ func randomExecutors(t *testing.T, seed uint64, steps int) {
 		}
 		checkDeterministic(t, h, r)
 		h.Cycle()
+		checkMinExecutors(h)
+	}
+}
+
+// checkMinExecutors: no spark driver runs without its minimum executors
+// bound or their room held (executors here end only with their job).
+func checkMinExecutors(h *st.Harness) {
+	for _, id := range slices.Sorted(maps.Keys(h.Snap.Jobs)) {
+		j := h.Snap.Jobs[id]
+		if j.Spark == nil || j.State != structs.JobRunning || slices.ContainsFunc(h.Tasks(string(id)), func(x *structs.Task) bool { return x.State == structs.TaskStopping }) {
+			continue
+		}
+		got := len(h.Held(string(id))) + len(h.Executors(string(id)))
+		require.GreaterOrEqual(h.T, got, j.Spark.MinExecutors(), "spark job %s runs its driver with %d executors bound or held, below its minimum", id, got)
 	}
 }
 
@@ -130,7 +153,13 @@ func randomExecutor(h *st.Harness, id structs.JobID, pod string) bool {
 	j := h.Job(string(id))
 	d := driverTask(h, id)
 	ep := sched.ExecutorPod{Name: pod, Requests: j.Spark.ExecutorResources()}
+	held := h.Held(string(id))
 	tp, err := sched.PlaceExecutor(h.Snap, j, d, ep)
+	if len(held) > 0 {
+		// Its room is held, and nobody took it: it goes there.
+		require.NoError(t, err, "executor %s of job %s with room held on %s", pod, id, held[0].Node)
+		require.Equal(t, held[0].Node, tp.Node, "executor %s of job %s binds into its held room", pod, id)
+	}
 	if err == nil {
 		placeExecutor(h, j, pod, tp)
 		return false
@@ -155,6 +184,9 @@ func randomExecutor(h *st.Harness, id structs.JobID, pod string) bool {
 	// Nothing goes unless the executor then fits.
 	after := *h.Snap
 	after.Tasks = slices.DeleteFunc(slices.Clone(h.Snap.Tasks), func(x *structs.Task) bool { return gone[x.ID] })
+	after.Reservations = slices.DeleteFunc(slices.Clone(h.Snap.Reservations), func(r sched.Reservation) bool {
+		return slices.ContainsFunc(pre, func(p sched.Preemption) bool { return p.Victim == r.Job }) // their held room too
+	})
 	_, err = sched.PlaceExecutor(&after, j, d, ep)
 	require.NoError(t, err, "the executor does not fit once its victims have gone")
 	preemptFor(h, pre, res)
@@ -175,6 +207,7 @@ func placeExecutor(h *st.Harness, j *structs.Job, pod string, tp sched.TaskPlace
 	h.Snap.Reservations = slices.DeleteFunc(slices.Clone(h.Snap.Reservations), func(r sched.Reservation) bool {
 		return r.Kind == sched.ReserveExecutor && r.Job == j.ID && r.Executor == pod
 	})
+	h.Snap.Reservations = sched.TakeHeld(h.Snap.Reservations, j.ID, tp.Node)
 	require.NoError(h.T, sched.CheckInvariants(h.Snap))
 }
 

@@ -99,13 +99,19 @@ func (w *world) explainKey(j *structs.Job) (k whyKey, keyed bool) {
 	if len(j.Tolerations) > 0 || len(r.Devices) > 0 {
 		k.extra = fmt.Sprintf("%v|%v|%v", k, j.Tolerations, r.Devices)
 	}
+	if j.Kind == structs.KindSpark && j.Spark.MinExecutors() > 0 {
+		// Its executors' question too (explainSpark).
+		k.extra = fmt.Sprintf("%v|%v|%v|spark %d × %v %v", k, j.Tolerations, r.Devices, j.Spark.MinExecutors(),
+			j.Spark.ExecutorResources(), j.Spark.Executor.NodeSelector)
+	}
 	return k, true
 }
 
-// reservedBy names a job holding a reservation j is blocked behind, if any.
+// reservedBy names a job holding a reservation j is blocked behind, if any
+// (room held for running spark jobs' executors is counted per node only).
 func (w *world) reservedBy(j *structs.Job) string {
 	for _, r := range w.holds {
-		if r.Job != j.ID {
+		if r.Job != j.ID && r.Kind != ReserveMinExecutors {
 			if rj := w.snap.Jobs[r.Job]; rj == nil || rj.Priority >= j.Priority {
 				return string(r.Job)
 			}
@@ -147,14 +153,13 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 	}
 	// Replicas that fit, per place a placement must stay within: a gang
 	// stays in one pool of one cluster, other jobs in one cluster.
-	type place struct{ cluster, pool int16 }
-	ever, now := map[place]int{}, map[place]int{}
+	ever, now := map[cpool]int{}, map[cpool]int{}
 	gang := j.IsGang()
-	placeOf := func(g *group) place {
+	placeOf := func(g *group) cpool {
 		if gang {
-			return place{g.cluster, g.pool}
+			return cpool{g.cluster, g.pool}
 		}
-		return place{g.cluster, -1}
+		return cpool{g.cluster, -1}
 	}
 	var maxCap int64
 	var qAccels, qNodes int64 // quarantined accelerators on nodes of the right class
@@ -278,6 +283,9 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 	}
 	if j.IsGang() || need > 1 {
 		why.Gang = &GangShortfall{Needed: need, Fit: min(nowSlots, need), MaxFit: min(everSlots, need), Together: gang}
+	}
+	if !hw {
+		w.explainSpark(j, why, pools, ever)
 	}
 	if r.Accels > 0 && !why.NeverFits && frag.MaxFree < r.Accels && frag.TotalFree >= r.Accels*int64(need) {
 		if frag.AccelType == "" {

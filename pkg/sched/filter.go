@@ -57,14 +57,31 @@ type jobCtx struct {
 	used    []int32 // nodes holding replicas of this job (spread)
 	// quota: when placing in the public pool a normal job must be charged.
 	needCharge bool
+	// exec, for a spark job placed with its minimum executors, is the
+	// context of one executor and execN how many (see newCtx); nil: none.
+	exec  *jobCtx
+	execN int
 }
 
 // newCtx builds the context for placing shape s of job j. pools lists the
 // pool indices the job may use, in preference order.
 // Only nodes of cluster cl are considered (-1: every cluster).
 // The context is the world's scratch one: valid until the next newCtx.
+// For a spark job whose driver comes with its minimum executors in cl
+// (sparkGang), exec is the context of one of those executors (the
+// world's second scratch one) and execN how many.
 func (w *world) newCtx(j *structs.Job, s structs.Shape, pools []int16, cl int16) *jobCtx {
-	c := &w.ctx
+	c := w.initCtx(&w.ctx, j, s, pools, cl)
+	if n := w.sparkGang(j, cl); n > 0 {
+		ej := w.executorJob(j)
+		c.exec = w.initCtx(&w.ectx, ej, structs.Shape{Replicas: 1, Resources: ej.Resources}, pools, cl)
+		c.execN = n
+	}
+	return c
+}
+
+// initCtx fills c for placing shape s of job j (see newCtx) and returns it.
+func (w *world) initCtx(c *jobCtx, j *structs.Job, s structs.Shape, pools []int16, cl int16) *jobCtx {
 	lv := w.levels(pools, cl, s.Resources)
 	*c = jobCtx{j: j, shape: s, nodePin: -1, pools: pools, levels: lv.flat, tiers: lv.tiers,
 		with: c.with[:0], away: c.away[:0], used: c.used[:0]}

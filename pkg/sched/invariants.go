@@ -11,7 +11,9 @@ import (
 )
 
 // CheckInvariants checks the promises of DESIGN §10 on a state: no node
-// over capacity, no accelerator in two tasks or given to a task after it
+// over capacity (counting the room held for spark jobs' minimum
+// executors, which only running spark jobs hold, at most their minimum's
+// worth), no accelerator in two tasks or given to a task after it
 // was quarantined, quota usage equal to the sum of the charges of the
 // jobs, never below zero, every gang with 0 or all of its replicas
 // placed, and no persistent volume (a claim in one cluster) mounted
@@ -26,6 +28,7 @@ func CheckInvariants(snap *Snapshot) error {
 	type use struct {
 		cpu, mem int64
 		accels   structs.AccelMask
+		nacc     int64 // accelerators held, not yet given (spark executors' room)
 		devices  map[string]int64
 	}
 	used := map[structs.NodeID]*use{}
@@ -72,14 +75,54 @@ func CheckInvariants(snap *Snapshot) error {
 			}
 		}
 	}
+	// Room held for spark jobs' minimum executors counts as used: only
+	// for a spark job that runs, at most its minimum executors' worth.
+	held := map[structs.NodeID]*use{}
+	heldOf := map[structs.JobID]int{}
+	for _, r := range snap.Reservations {
+		if r.Kind != ReserveMinExecutors {
+			continue
+		}
+		j := snap.Jobs[r.Job]
+		switch {
+		case j == nil || j.Spark == nil || (j.State != structs.JobScheduled && j.State != structs.JobRunning):
+			errs = append(errs, fmt.Errorf("room held on node %s for the executors of job %s, which is no running spark job", r.Node, r.Job))
+			continue
+		case nodes[r.Node] == nil:
+			errs = append(errs, fmt.Errorf("room held for the executors of job %s on unknown node %s", r.Job, r.Node))
+			continue
+		}
+		if heldOf[r.Job]++; heldOf[r.Job] == j.Spark.MinExecutors()+1 {
+			errs = append(errs, fmt.Errorf("job %s holds room for more executors than its minimum (%d)", r.Job, j.Spark.MinExecutors()))
+		}
+		h := held[r.Node]
+		if h == nil {
+			h = &use{}
+			held[r.Node] = h
+		}
+		h.cpu += r.Resources.MilliCPU
+		h.mem += r.Resources.Memory
+		h.nacc += r.Resources.Accels
+		if used[r.Node] == nil {
+			used[r.Node] = &use{devices: map[string]int64{}}
+		}
+	}
 	for name, u := range used {
 		n := nodes[name]
 		c := n.Capacity
-		if u.cpu > c.MilliCPU || u.mem > c.Memory {
-			errs = append(errs, fmt.Errorf("node %s over capacity: cpu %d/%d millicores, memory %d/%d bytes", name, u.cpu, c.MilliCPU, u.mem, c.Memory))
+		h := held[name]
+		if h == nil {
+			h = &use{}
+		}
+		if u.cpu+h.cpu > c.MilliCPU || u.mem+h.mem > c.Memory {
+			errs = append(errs, fmt.Errorf("node %s over capacity: cpu %d/%d millicores, memory %d/%d bytes (held for spark executors: cpu %d, memory %d)",
+				name, u.cpu+h.cpu, c.MilliCPU, u.mem+h.mem, c.Memory, h.cpu, h.mem))
 		}
 		if c.Accels < 64 && uint64(u.accels)>>uint(c.Accels) != 0 {
 			errs = append(errs, fmt.Errorf("node %s: accelerator index beyond its %d accelerators", name, c.Accels))
+		}
+		if h.nacc > 0 && popcount(u.accels)+h.nacc > c.Accels {
+			errs = append(errs, fmt.Errorf("node %s over capacity: %d accelerators in tasks and %d held for spark executors, of %d", name, popcount(u.accels), h.nacc, c.Accels))
 		}
 		for d, v := range u.devices {
 			if v > c.Devices[d] {

@@ -12,6 +12,7 @@ import (
 type victim struct {
 	job     *structs.Job
 	tasks   []int32 // every live task of the job (a gang is evicted whole)
+	held    []int32 // nodes of the room held for its minimum executors (a spark job's): freed with it
 	started time.Time
 	accels  int64
 	cpu     int64
@@ -70,30 +71,48 @@ func (w *world) preempt(j *structs.Job, pools []int16, forced []*victim) []Preem
 	return nil
 }
 
-// candidates lists low jobs with live tasks on nodes c may use.
+// candidates lists low jobs with live tasks, or room held for a spark
+// job's minimum executors, on nodes c (or the executors placed with it)
+// may use.
 func (w *world) candidates(c *jobCtx) []*victim {
 	byJob := map[structs.JobID]*victim{}
 	var out []*victim
-	for _, lvl := range c.levels {
-		for _, gi := range lvl {
-			if w.groups[gi].low == 0 {
-				continue
-			}
-			for _, ni := range w.groups[gi].nodes {
-				if len(w.nodes[ni].tasks) == 0 || w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, c.shape.Resources) != rOK {
+	add := func(j *structs.Job) {
+		if j == nil || j.Priority != structs.PriorityLow || w.victim[j.ID] || w.off[j.ID] || byJob[j.ID] != nil {
+			return
+		}
+		v := w.victimOf(j)
+		byJob[j.ID] = v
+		out = append(out, v)
+	}
+	scan := func(c *jobCtx) {
+		for _, lvl := range c.levels {
+			for _, gi := range lvl {
+				if w.groups[gi].low == 0 {
 					continue
 				}
-				for _, k := range w.nodes[ni].tasks {
-					wt := &w.tasks[k]
-					if wt.off || wt.t.Priority != structs.PriorityLow || wt.job == nil || w.victim[wt.t.Job] || byJob[wt.t.Job] != nil {
+				for _, ni := range w.groups[gi].nodes {
+					nd := &w.nodes[ni]
+					if len(nd.tasks)+len(nd.holds) == 0 || w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, c.shape.Resources) != rOK {
 						continue
 					}
-					v := w.victimOf(wt.job)
-					byJob[wt.t.Job] = v
-					out = append(out, v)
+					for _, k := range nd.tasks {
+						if wt := &w.tasks[k]; !wt.off && wt.t.Priority == structs.PriorityLow {
+							add(wt.job)
+						}
+					}
+					for _, h := range nd.holds {
+						if r := &w.holds[h]; r.Kind == ReserveMinExecutors {
+							add(w.snap.Jobs[r.Job])
+						}
+					}
 				}
 			}
 		}
+	}
+	scan(c)
+	if c.exec != nil {
+		scan(c.exec)
 	}
 	// Least work lost first: most recently started, then smallest, then ID.
 	slices.SortFunc(out, func(a, b *victim) int {
@@ -126,6 +145,15 @@ func (w *world) victimOf(j *structs.Job) *victim {
 			v.started = t.ScheduledAt
 		}
 	}
+	for _, r := range w.holds {
+		if r.Kind == ReserveMinExecutors && r.Job == j.ID {
+			if ni, ok := w.byName[r.Node]; ok {
+				v.held = append(v.held, ni)
+				v.accels += r.Resources.Accels
+				v.cpu += r.Resources.MilliCPU
+			}
+		}
+	}
 	return v
 }
 
@@ -146,12 +174,19 @@ func (w *world) evict(v *victim) {
 	for _, k := range v.tasks {
 		w.removeTask(k)
 	}
+	if len(v.held) > 0 {
+		if w.off == nil {
+			w.off = map[structs.JobID]bool{}
+		}
+		w.off[v.job.ID] = true
+	}
 }
 
 func (w *world) unevict(v *victim) {
 	for _, k := range v.tasks {
 		w.restoreTask(k)
 	}
+	delete(w.off, v.job.ID)
 }
 
 // victimsOneNode picks, for a single replica, the node whose cheapest
@@ -161,8 +196,11 @@ func (w *world) victimsOneNode(c *jobCtx, cands []*victim) []*victim {
 	var nodes []int32
 	for _, v := range cands {
 		seen := map[int32]bool{}
+		nis := make([]int32, 0, len(v.tasks)+len(v.held))
 		for _, k := range v.tasks {
-			ni := w.tasks[k].ni
+			nis = append(nis, w.tasks[k].ni)
+		}
+		for _, ni := range append(nis, v.held...) {
 			if ni < 0 || seen[ni] {
 				continue
 			}
@@ -265,18 +303,22 @@ func (w *world) minimalSet(cands []*victim, fits func() bool) []*victim {
 // a gang in one pool), leaving w unchanged.
 func (w *world) fitsAll(c *jobCtx, n int) bool {
 	gang := c.j.IsGang()
-	var as []assignment
+	var as, held []assignment
 	for lvl := range c.levels {
-		got := w.placeReplicas(c, lvl, n-len(as), gang)
+		if gang {
+			if as, held = w.placeGang(c, lvl, n); as != nil {
+				break
+			}
+			continue
+		}
+		got := w.placeReplicas(c, lvl, n-len(as), false)
 		as = append(as, got...)
 		if len(as) == n {
 			break
 		}
-		if gang {
-			as = nil
-		}
 	}
 	ok := len(as) == n
+	w.undoAll(held)
 	w.undoAll(as)
 	c.used = c.used[:0]
 	if c.j.Affinity.SpreadReplicas {
@@ -295,18 +337,27 @@ func (w *world) commitPreemption(c *jobCtx, chosen []*victim, missing []int) []P
 	for _, v := range chosen {
 		w.evict(v)
 	}
-	var as []assignment
+	var as, held []assignment
 	gang := c.j.IsGang()
 	for lvl := range c.levels {
-		got := w.placeReplicas(c, lvl, len(missing)-len(as), gang)
+		if gang {
+			if as, held = w.placeGang(c, lvl, len(missing)); as != nil {
+				break
+			}
+			continue
+		}
+		got := w.placeReplicas(c, lvl, len(missing)-len(as), false)
 		as = append(as, got...)
 		if len(as) == len(missing) {
 			break
 		}
 	}
-	for _, a := range as {
+	for _, a := range append(slices.Clone(as), held...) {
+		// A spark job's minimum executors' room too: it is placed with
+		// its driver.
 		w.hold(Reservation{Job: c.j.ID, Node: w.nodes[a.ni].n.Name, Resources: a.res, Kind: ReservePreemption})
 	}
+	w.undoAll(held)
 	w.undoAll(as)
 	out := make([]Preemption, 0, len(chosen))
 	for _, v := range chosen {

@@ -14,7 +14,7 @@ func (w *world) gangPool(j *structs.Job) (cluster, pool int16, ok bool) {
 	for _, cl := range w.clusterOrder(j, s) {
 		c := w.newCtx(j, s, w.eligiblePools(j), cl)
 		for lvl, p := range c.pools {
-			if w.everSlots(c, lvl) >= s.Replicas {
+			if w.everSlots(c, lvl) >= s.Replicas && (c.exec == nil || w.everSlots(c.exec, lvl) >= c.execN) {
 				return cl, p, true
 			}
 		}
@@ -82,44 +82,86 @@ func (w *world) slots(c *jobCtx, ni int32, empty, whole bool) int {
 	return int(n)
 }
 
-// reserveGang reserves nodes of pool p in cluster cl for gang j, choosing those with the
-// most free resources now so the gang is whole soonest. It reports whether
-// every replica got a reservation.
+// reserveGang reserves nodes of pool p in cluster cl for gang j (a spark
+// driver and its minimum executors), choosing those with the most free
+// resources now so the gang is whole soonest. It reports whether every
+// replica (and executor) got a reservation.
 func (w *world) reserveGang(j *structs.Job, cl, p int16) bool {
 	s := j.ShapeAt(0)
 	c := w.newCtx(j, s, []int16{p}, cl)
-	type cand struct {
-		ni    int32
-		free  int64
-		slots int
+	taken := map[int32]structs.Resources{} // reserved on each node so far
+	rs, ok := w.reserveSlots(c, s.Replicas, taken)
+	if ok && c.exec != nil {
+		var more []Reservation
+		more, ok = w.reserveSlots(c.exec, c.execN, taken)
+		rs = append(rs, more...)
 	}
-	var cands []cand
-	for _, gi := range c.levels[0] {
-		for _, ni := range w.groups[gi].nodes {
-			if w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, s.Resources) != rOK || len(w.nodes[ni].holds) > 0 {
-				continue
-			}
-			free := w.nodes[ni].freeCPU
-			if s.Resources.Accels > 0 {
-				free = popcount(w.nodes[ni].accels)
-			}
-			cands = append(cands, cand{ni, free, w.slots(c, ni, true, false)})
-		}
-	}
-	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.free, a.free) })
-	var rs []Reservation
-	left := s.Replicas
-	for _, cd := range cands {
-		for k := 0; k < cd.slots && left > 0; k++ {
-			rs = append(rs, Reservation{Job: j.ID, Node: w.nodes[cd.ni].n.Name, Resources: w.alloc(cd.ni, s.Resources), Kind: ReserveGang})
-			left--
-		}
-	}
-	if left > 0 {
+	if !ok {
 		return false
 	}
 	for _, r := range rs {
 		w.hold(r)
 	}
 	return true
+}
+
+// reserveSlots picks n places for replicas of c at its level 0 on nodes
+// without reservations, those with the most free resources now first,
+// each node holding what fits on it empty less what taken reserves there
+// already (which it adds to). It reports whether all n got one.
+func (w *world) reserveSlots(c *jobCtx, n int, taken map[int32]structs.Resources) ([]Reservation, bool) {
+	r := c.shape.Resources
+	type cand struct {
+		ni   int32
+		free int64
+	}
+	var cands []cand
+	for _, gi := range c.levels[0] {
+		for _, ni := range w.groups[gi].nodes {
+			if w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, r) != rOK || len(w.nodes[ni].holds) > 0 {
+				continue
+			}
+			free := w.nodes[ni].freeCPU
+			if r.Accels > 0 {
+				free = popcount(w.nodes[ni].accels)
+			}
+			cands = append(cands, cand{ni, free})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.free, a.free) })
+	var rs []Reservation
+	left := n
+	for _, cd := range cands {
+		a := w.alloc(cd.ni, r)
+		for k := w.slotsLeft(c, cd.ni, taken[cd.ni]); k > 0 && left > 0; k-- {
+			rs = append(rs, Reservation{Job: c.j.ID, Node: w.nodes[cd.ni].n.Name, Resources: a, Kind: ReserveGang})
+			t := taken[cd.ni]
+			t.MilliCPU, t.Memory, t.Accels = t.MilliCPU+a.MilliCPU, t.Memory+a.Memory, t.Accels+a.Accels
+			taken[cd.ni] = t
+			left--
+		}
+	}
+	return rs, left == 0
+}
+
+// slotsLeft is how many replicas of c node ni holds empty, less what
+// is reserved there already (CPU, memory, accelerators).
+func (w *world) slotsLeft(c *jobCtx, ni int32, taken structs.Resources) int {
+	n := w.slots(c, ni, true, false)
+	if (taken.MilliCPU == 0 && taken.Memory == 0 && taken.Accels == 0) || n == 0 {
+		return n
+	}
+	a := w.alloc(ni, c.shape.Resources)
+	capa := w.nodes[ni].n.Capacity
+	k := int64(n)
+	if a.Accels > 0 {
+		k = min(k, (w.nodes[ni].healthy-taken.Accels)/a.Accels)
+	}
+	if a.MilliCPU > 0 {
+		k = min(k, (capa.MilliCPU-taken.MilliCPU)/a.MilliCPU)
+	}
+	if a.Memory > 0 {
+		k = min(k, (capa.Memory-taken.Memory)/a.Memory)
+	}
+	return int(max(k, 0))
 }

@@ -13,12 +13,15 @@ import (
 // Schedule decides one scheduling cycle. It reads snap and in only.
 //
 // The cycle:
-//  1. keep the reservations of jobs that are still pending, and those of
-//     executor Pods of running jobs not placed yet (ReserveExecutor);
+//  1. keep the reservations of jobs that are still pending, those of
+//     executor Pods of running jobs not placed yet (ReserveExecutor), and
+//     the room held for running spark jobs' minimum executors
+//     (ReserveMinExecutors);
 //  2. order pending jobs: priority, then longest pending, then ID;
 //  3. for each job: end it if past its pendingTimeout; else try its shapes
 //     (the fallbacks too once downgradeAfter has passed) on each cluster
-//     and pool it may use, all replicas of a gang at once;
+//     and pool it may use, all replicas of a gang at once (a spark driver
+//     with its minimum executors: spark_gang.go);
 //  4. if a non-low job did not fit, look for low jobs whose eviction makes
 //     it fit, and reserve what they free for it;
 //  5. if a gang still waits and its pool has no gang reservation, reserve
@@ -51,13 +54,23 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		if !ok || !w.nodes[ni].ready {
 			continue
 		}
-		if r.Kind == ReserveExecutor {
+		switch r.Kind {
+		case ReserveExecutor:
 			// An executor's lives while its job runs and it is not placed.
 			if !waiting[execKey{r.Job, r.Executor}] {
 				continue
 			}
-		} else if !pending[r.Job] {
-			continue
+		case ReserveMinExecutors:
+			// Room for a spark job's minimum executors lives while the
+			// job runs and is not being stopped (the state drops each as
+			// an executor binds into it).
+			if !w.heldLives(r) {
+				continue
+			}
+		default:
+			if !pending[r.Job] {
+				continue
+			}
 		}
 		w.hold(r)
 		if r.Kind == ReserveGang {
@@ -221,6 +234,9 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 	for _, r := range w.holds {
 		if expiring[r.Job] && r.Kind == ReservePreemption {
 			continue
+		}
+		if r.Kind == ReserveMinExecutors && w.victim[r.Job] {
+			continue // preempted now: its room goes with it
 		}
 		if r.Kind == ReserveExecutor {
 			// Held while tasks on its node stop (its victims, or others'
@@ -464,19 +480,21 @@ func (w *world) tryJob(j *structs.Job, now time.Time, pools []int16) (*Placement
 }
 
 // placeIn places the missing replicas of c's job in one cluster: a gang all
-// in one pool; other jobs across pool levels in order, at least required of
-// them. It returns nil and any quota shortfall if that is not possible.
+// in one pool (a spark driver with its minimum executors, whose room the
+// placement holds); other jobs across pool levels in order, at least
+// required of them. It returns nil and any quota shortfall if that is not
+// possible.
 func (w *world) placeIn(c *jobCtx, si int, missing []int, required int) (*Placement, *QuotaShortfall) {
-	var as []assignment
+	var as, held []assignment
 	var lvls []int
 	gang := c.j.IsGang()
 	for lvl := range c.levels {
 		if gang {
-			got := w.placeReplicas(c, lvl, len(missing), true)
+			got, h := w.placeGang(c, lvl, len(missing))
 			if got == nil {
 				continue
 			}
-			as, lvls = got, repeat(lvl, len(got))
+			as, held, lvls = got, h, repeat(lvl, len(got))
 			break
 		}
 		got := w.placeReplicas(c, lvl, len(missing)-len(as), false)
@@ -492,10 +510,11 @@ func (w *world) placeIn(c *jobCtx, si int, missing []int, required int) (*Placem
 	}
 	charge, q := w.chargeFor(c, si, lvls)
 	if q != nil {
+		w.undoAll(held)
 		w.undoAll(as)
 		return nil, q
 	}
-	pl := &Placement{Job: c.j.ID, Shape: si, Charge: charge}
+	pl := &Placement{Job: c.j.ID, Shape: si, Charge: charge, Held: w.heldRoom(c.j.ID, held)}
 	for i, a := range as {
 		pl.Tasks = append(pl.Tasks, TaskPlacement{
 			Index:     missing[i],

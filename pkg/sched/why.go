@@ -34,6 +34,10 @@ type Why struct {
 	Fragmentation *Fragmentation `json:"fragmentation,omitempty"`
 	// Gang is set for gangs: how many replicas fit now of how many needed.
 	Gang *GangShortfall `json:"gang,omitempty"`
+	// Spark is set for a spark job whose driver waits with its minimum
+	// executors (one gang): how many of them fit, and where not. Then
+	// Fit and Filtered count nodes for the driver.
+	Spark *SparkShortfall `json:"spark,omitempty"`
 	// Waiting names what the job waits for (reservations, preemptions).
 	Waiting string `json:"waiting,omitempty"`
 }
@@ -104,6 +108,9 @@ func (w *Why) render(prefix string) {
 		}
 		parts = append(parts, fmt.Sprintf(what+": %d fit now, at most %d on empty nodes", g.Needed, g.Fit, g.MaxFit))
 	}
+	if w.Spark != nil {
+		parts = append(parts, w.Spark.String())
+	}
 	if w.Fragmentation != nil {
 		f := w.Fragmentation
 		parts = append(parts, fmt.Sprintf("%d nodes have free %s (at most %d on one node, %d in all), %d needed on one node",
@@ -120,7 +127,11 @@ func (w *Why) render(prefix string) {
 		for _, c := range w.Filtered {
 			f = append(f, fmt.Sprintf("%d %s", c.Nodes, c.Reason))
 		}
-		parts = append(parts, fmt.Sprintf("%d/%d nodes fit: %s", w.Fit, w.Nodes, strings.Join(f, ", ")))
+		what := ""
+		if w.Spark != nil {
+			what = "for the driver " // the executors' counts are in Spark
+		}
+		parts = append(parts, fmt.Sprintf("%s%d/%d nodes fit: %s", what, w.Fit, w.Nodes, strings.Join(f, ", ")))
 	}
 	parts = append(parts, w.Notes...)
 	if w.Waiting != "" {

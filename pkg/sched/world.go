@@ -37,8 +37,15 @@ type world struct {
 	seq      []int   // 0, 1, 2, ...: shared, read-only replica indices
 	allCl    []int16 // every cluster index, shared, read-only
 	ctx      jobCtx  // scratch placement context (see newCtx)
-	known    *knownTypes
-	sels     map[string]selector
+	ectx     jobCtx  // scratch context of a spark job's executors (see newCtx)
+	// execJobs caches, per spark job, the one-replica job standing for
+	// one of its executors (executorJob).
+	execJobs map[*structs.Job]*structs.Job
+	// off marks the jobs evicted in a preemption what-if: the room held
+	// for their minimum executors (ReserveMinExecutors) goes with them.
+	off   map[structs.JobID]bool
+	known *knownTypes
+	sels  map[string]selector
 	// only, while a job with volumes is decided, marks the clusters it
 	// may use (volumePlaces); nil: any.
 	only []bool
@@ -374,15 +381,23 @@ func (w *world) undo(a assignment) {
 }
 
 // held sums the resources held on node ni by reservations of jobs other
-// than j with priority at least p (lower-priority reservations do not bind).
-// A reservation for an executor of j binds j too, but for that executor.
+// than j with priority at least p (lower-priority reservations do not
+// bind), and by the minimum executors of other spark jobs whatever their
+// priority. A reservation for an executor of j binds j too, but for that
+// executor.
 func (w *world) held(ni int32, j structs.JobID, p structs.Priority) (cpu, mem, acc int64, by structs.JobID) {
 	for _, h := range w.nodes[ni].holds {
 		r := &w.holds[h]
 		if r.Job == j && (r.Executor == "" || r.Executor == w.execPod) {
 			continue
 		}
-		if rj := w.snap.Jobs[r.Job]; rj != nil && rj.Priority < p {
+		if r.Kind == ReserveMinExecutors {
+			// A running spark job's: binding whatever the priority,
+			// unless the job is evicted (what-if) with it.
+			if w.off[r.Job] {
+				continue
+			}
+		} else if rj := w.snap.Jobs[r.Job]; rj != nil && rj.Priority < p {
 			continue
 		}
 		cpu += r.Resources.MilliCPU
@@ -401,6 +416,14 @@ func (w *world) hold(r Reservation) {
 	}
 	w.holds = append(w.holds, r)
 	w.nodes[ni].holds = append(w.nodes[ni].holds, int32(len(w.holds)-1))
+	if r.Kind == ReserveMinExecutors {
+		if rj := w.snap.Jobs[r.Job]; rj != nil && rj.Priority == structs.PriorityLow {
+			// A low spark job's room is freed by evicting it: preemption
+			// looks at its node (candidates).
+			w.groups[w.nodes[ni].group].low++
+			w.lowTasks++
+		}
+	}
 }
 
 func popcount(m structs.AccelMask) int64 { return int64(bits.OnesCount64(uint64(m))) }

@@ -138,10 +138,17 @@ func (h *Harness) Cycle() *sched.Plan {
 	return p
 }
 
-// Apply applies plan p as the state machine would.
+// Apply applies plan p as the state machine would: the room a placement
+// holds for a spark job's minimum executors is kept with the plan's
+// reservations, made at this index.
 func (h *Harness) Apply(p *sched.Plan) {
 	h.T.Helper()
+	var held []sched.Reservation
 	for _, pl := range p.Placements {
+		for _, r := range pl.Held {
+			r.Made = h.Snap.Index
+			held = append(held, r)
+		}
 		j := h.Snap.Jobs[pl.Job]
 		require.NotNil(h.T, j, "placement for unknown job %s", pl.Job)
 		for _, tp := range pl.Tasks {
@@ -180,7 +187,7 @@ func (h *Harness) Apply(p *sched.Plan) {
 	for _, to := range p.Timeouts {
 		h.end(to.Job, structs.JobFailed, to.Reason)
 	}
-	h.Snap.Reservations = p.Reservations
+	h.Snap.Reservations = append(slices.Clone(p.Reservations), held...)
 	h.check()
 }
 
@@ -238,6 +245,62 @@ func (h *Harness) end(id structs.JobID, s structs.JobState, reason string) {
 	}
 	j.Charged, j.ChargedScope = nil, ""
 	j.State, j.Reason = s, reason
+	h.Snap.Reservations = slices.DeleteFunc(slices.Clone(h.Snap.Reservations), func(r sched.Reservation) bool { return r.Job == id })
+}
+
+// BindExecutor binds executor Pod pod of spark job id, asking its
+// executor's resources, as the coordinator does: sched.PlaceExecutor on
+// the current state, then the executor's task (Running, past the job's
+// replicas) and the room it takes of what is held for the job's minimum
+// executors (sched.TakeHeld).
+func (h *Harness) BindExecutor(id, pod string) (sched.TaskPlacement, error) {
+	h.T.Helper()
+	return h.BindExecutorPod(id, sched.ExecutorPod{Name: pod, Requests: h.Job(id).Spark.ExecutorResources()})
+}
+
+// BindExecutorPod is BindExecutor for executor Pod pod as it asks.
+func (h *Harness) BindExecutorPod(id string, pod sched.ExecutorPod) (sched.TaskPlacement, error) {
+	h.T.Helper()
+	j := h.Job(id)
+	var driver *structs.Task
+	idx := j.Replicas
+	for _, t := range h.Tasks(id) {
+		if t.Attempt != j.Attempt {
+			continue
+		}
+		if t.Executor == "" && t.State != structs.TaskStopping {
+			driver = t
+		}
+		idx = max(idx, t.Index+1)
+	}
+	require.NotNil(h.T, driver, "job %s has no live driver", id)
+	tp, err := sched.PlaceExecutor(h.Snap, j, driver, pod)
+	if err != nil {
+		return tp, err
+	}
+	h.Snap.Tasks = append(h.Snap.Tasks, &structs.Task{ID: structs.MakeTaskID(j.ID, idx, j.Attempt), Job: j.ID, Index: idx,
+		Attempt: j.Attempt, Node: tp.Node, Pool: tp.Pool, Priority: j.Priority, State: structs.TaskRunning,
+		Resources: tp.Resources, Accels: tp.Accels, Executor: pod.Name, ScheduledAt: h.Now, StartedAt: h.Now})
+	h.Snap.Reservations = sched.TakeHeld(h.Snap.Reservations, j.ID, tp.Node)
+	h.check()
+	return tp, nil
+}
+
+// Held returns the room held for spark job id's minimum executors.
+func (h *Harness) Held(id string) []sched.Reservation {
+	return sched.HeldRoom(h.Snap.Reservations, structs.JobID(id))
+}
+
+// Executors returns the nodes of spark job id's live executors, in
+// the order they were bound.
+func (h *Harness) Executors(id string) []string {
+	var out []string
+	for _, t := range h.Tasks(id) {
+		if t.Executor != "" && t.State != structs.TaskStopping {
+			out = append(out, string(t.Node))
+		}
+	}
+	return out
 }
 
 // Job returns the stored job id.

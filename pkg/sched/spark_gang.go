@@ -1,0 +1,294 @@
+package sched
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// A spark job's driver is placed with its minimum executors as one gang
+// (DESIGN §6; structs.Spark.MinExecutors): in one decision the driver
+// and that many executors fit, on nodes of one pool of one cluster that
+// the executors may use (the job's constraints, the executor's
+// nodeSelector and GPU type), or the driver stays Pending. The executors
+// are not tasks yet (Spark asks for their Pods once the driver runs): the
+// room they took is held for the job (ReserveMinExecutors, Placement.Held)
+// until its executor Pods bind into it (PlaceExecutor tries it first,
+// TakeHeld takes it), or the job stops running. Nobody else may use it;
+// a higher job gets a low spark job's room only by preempting the whole
+// job, driver, executors and held room together. On a cluster that runs
+// no executors (Snapshot.NoExecutors) the driver goes alone.
+
+// sparkGang returns how many executors spark job j's driver must be
+// placed with in cluster cl: its minimum executors, unless its driver
+// runs already, cl runs no executors, or cl is not one cluster (-1).
+func (w *world) sparkGang(j *structs.Job, cl int16) int {
+	if j.Kind != structs.KindSpark || j.Spark == nil || cl < 0 || len(w.liveOf[j.ID]) > 0 {
+		return 0
+	}
+	if w.snap.NoExecutors[w.clusters[cl]] {
+		return 0
+	}
+	return j.Spark.MinExecutors()
+}
+
+// executorJob is the one-replica job standing for one executor of spark
+// job j, asking its executor's resources (cached per world).
+func (w *world) executorJob(j *structs.Job) *structs.Job {
+	if ej := w.execJobs[j]; ej != nil {
+		return ej
+	}
+	ej := executorJobFor(j, j.Spark.ExecutorResources())
+	if w.execJobs == nil {
+		w.execJobs = map[*structs.Job]*structs.Job{}
+	}
+	w.execJobs[j] = ej
+	return ej
+}
+
+// executorJobFor is a one-replica job like spark job j asking res: its
+// priority, project, tolerations and affinity to other jobs, its selector
+// plus its executor's nodeSelector, pinned to no node.
+func executorJobFor(j *structs.Job, res structs.Resources) *structs.Job {
+	jj := *j
+	jj.Kind, jj.Replicas, jj.MinAvailable, jj.Resources, jj.Fallbacks, jj.NodeName, jj.Spark = structs.KindCommand, 1, 0, res, nil, "", nil
+	jj.Affinity.SpreadReplicas = false
+	var sel []string
+	if j.Selector != "" {
+		sel = append(sel, j.Selector)
+	}
+	for _, k := range slices.Sorted(maps.Keys(j.Spark.Executor.NodeSelector)) {
+		sel = append(sel, k+"="+j.Spark.Executor.NodeSelector[k])
+	}
+	jj.Selector = strings.Join(sel, ",")
+	return &jj
+}
+
+// placeGang places n replicas of gang c at pool level lvl, all or none,
+// and for a spark job its minimum executors with them (held): the driver
+// first, else, where the driver would block them, the executors first.
+// Both are applied to w.
+func (w *world) placeGang(c *jobCtx, lvl, n int) (as, held []assignment) {
+	e := c.exec
+	if e == nil {
+		return w.placeReplicas(c, lvl, n, true), nil
+	}
+	used := len(c.used)
+	if as = w.placeReplicas(c, lvl, n, true); as == nil {
+		return nil, nil // executors only take room from it
+	}
+	if held = w.placeReplicas(e, lvl, c.execN, true); held != nil {
+		return as, held
+	}
+	w.undoAll(as)
+	c.used = c.used[:used]
+	if held = w.placeReplicas(e, lvl, c.execN, true); held == nil {
+		return nil, nil
+	}
+	if as = w.placeReplicas(c, lvl, n, true); as == nil {
+		w.undoAll(held)
+		return nil, nil
+	}
+	return as, held
+}
+
+// heldRoom is the room held assignments take for job id's executors.
+func (w *world) heldRoom(id structs.JobID, held []assignment) []Reservation {
+	if len(held) == 0 {
+		return nil
+	}
+	out := make([]Reservation, len(held))
+	for i, a := range held {
+		out[i] = Reservation{Job: id, Node: w.nodes[a.ni].n.Name, Resources: a.res, Kind: ReserveMinExecutors}
+	}
+	return out
+}
+
+// heldLives reports whether room held for a spark job's minimum
+// executors (r, ReserveMinExecutors) still binds: its job is a spark job
+// that runs (Scheduled or Running) and is not being stopped.
+func (w *world) heldLives(r Reservation) bool {
+	j := w.snap.Jobs[r.Job]
+	return j != nil && j.Spark != nil && (j.State == structs.JobScheduled || j.State == structs.JobRunning) && !w.victim[r.Job]
+}
+
+// TakeHeld returns rs less the room an executor of spark job id takes
+// when it binds on node: one of the job's ReserveMinExecutors
+// reservations, the first on node if it has one there, else its last
+// (an executor bound elsewhere still counts towards its minimum). rs is
+// not changed; when the job holds none, rs itself is returned.
+func TakeHeld(rs []Reservation, id structs.JobID, node structs.NodeID) []Reservation {
+	at := -1
+	for i, r := range rs {
+		if r.Kind != ReserveMinExecutors || r.Job != id {
+			continue
+		}
+		if r.Node == node {
+			at = i
+			break
+		}
+		at = i
+	}
+	if at < 0 {
+		return rs
+	}
+	return slices.Delete(slices.Clone(rs), at, at+1)
+}
+
+// HeldRoom returns the room rs holds for spark job id's minimum
+// executors (ReserveMinExecutors), in order.
+func HeldRoom(rs []Reservation, id structs.JobID) []Reservation {
+	var out []Reservation
+	for _, r := range rs {
+		if r.Kind == ReserveMinExecutors && r.Job == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// SparkShortfall says why a spark job's driver waits for room for its
+// minimum executors (placed with it as one gang).
+type SparkShortfall struct {
+	Executors int               `json:"executors"` // minimum executors, placed with the driver
+	Driver    structs.Resources `json:"driver"`
+	Executor  structs.Resources `json:"executor"` // each
+	// Fit is how many executors fit now in the pool of one cluster where
+	// most do; MaxFit how many on its empty nodes, where the driver could
+	// run too (both at most Executors).
+	Fit    int `json:"fit"`
+	MaxFit int `json:"maxFit"`
+	// Nodes is how many nodes were considered for executors, NodesFit on
+	// how many one fits now; Filtered counts the others by reason.
+	Nodes    int     `json:"nodes"`
+	NodesFit int     `json:"nodesFit"`
+	Filtered []Count `json:"filtered,omitempty"`
+}
+
+func (s *SparkShortfall) String() string {
+	msg := fmt.Sprintf("driver + %d %s need %s + %d × %s at once, in one pool of one cluster: %d %s now, at most %d on empty nodes",
+		s.Executors, plural(s.Executors, "executor", "executors"), s.Driver, s.Executors, s.Executor,
+		s.Fit, plural(s.Fit, "executor fits", "executors fit"), s.MaxFit)
+	if len(s.Filtered) > 0 {
+		var f []string
+		for _, c := range s.Filtered {
+			f = append(f, fmt.Sprintf("%d %s", c.Nodes, c.Reason))
+		}
+		msg += fmt.Sprintf("; for executors %d/%d nodes fit: %s", s.NodesFit, s.Nodes, strings.Join(f, ", "))
+	}
+	return msg
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// cpool is one pool of one cluster (a gang stays in one).
+type cpool struct{ cluster, pool int16 }
+
+// explainSpark sets why.Spark for spark job j, whose driver waits with
+// its minimum executors: how many executors fit now and ever in the
+// pools (of clusters that run executors) j may use, and why nodes are
+// left out for them. driverEver counts, per pool of one cluster, how many
+// drivers fit on empty nodes. The job can never fit when no pool holds
+// its driver and its minimum executors on empty nodes.
+func (w *world) explainSpark(j *structs.Job, why *Why, pools []int16, driverEver map[cpool]int) {
+	if j.Kind != structs.KindSpark || j.Spark == nil || len(w.liveOf[j.ID]) > 0 {
+		return
+	}
+	m := j.Spark.MinExecutors()
+	if m == 0 {
+		return
+	}
+	ej := w.executorJob(j)
+	er := ej.Resources
+	inPool := map[int16]bool{}
+	for _, p := range pools {
+		inPool[p] = true
+	}
+	ec := w.initCtx(&w.ectx, ej, structs.Shape{Replicas: 1, Resources: er}, pools, -1)
+	sf := &SparkShortfall{Executors: m, Driver: j.Resources, Executor: er}
+	now, ever := map[cpool]int{}, map[cpool]int{}
+	counts := map[string]int{}
+	var order []string
+	add := func(text string, n int) {
+		if counts[text] == 0 {
+			order = append(order, text)
+		}
+		counts[text] += n
+	}
+	for _, g := range w.groups {
+		cl := w.clusters[g.cluster]
+		if (j.Cluster != "" && cl != j.Cluster) || w.snap.NoExecutors[cl] || !w.hasCache(j, g.cluster) ||
+			(w.only != nil && !w.only[g.cluster]) || g.pool < 0 || !inPool[g.pool] {
+			continue // the driver's counts say why; there it goes alone
+		}
+		sf.Nodes += len(g.nodes)
+		if !classOK(g, er) {
+			add(w.reasonText(rClass, ec, g.nodes[0]), len(g.nodes))
+			continue
+		}
+		p := cpool{g.cluster, g.pool}
+		for _, ni := range g.nodes {
+			rs := w.nodeCheck(ec, ni)
+			if rs == rOK {
+				if rs = w.capacityCheck(ni, er); rs == rBadAccel {
+					rs = rOK // waits for its accelerators' release
+				}
+			}
+			if rs == rOK {
+				ever[p] += w.slots(ec, ni, true, true)
+				if rs = w.freeCheck(ni, w.alloc(ni, er), j.ID, j.Priority); rs == rOK {
+					sf.NodesFit++
+					now[p] += w.slots(ec, ni, false, false)
+					continue
+				}
+			}
+			text := w.reasonText(rs, ec, ni)
+			switch rs {
+			case rTaint:
+				text = "with untolerated taint " + firstTaint(w.nodes[ni].n, j.Tolerations)
+			case rReserved:
+				_, _, _, by := w.held(ni, j.ID, j.Priority)
+				text = "reserved for job " + string(by)
+			case rCapacity:
+				text = "too small for one executor (" + er.String() + ")"
+			}
+			add(text, 1)
+		}
+	}
+	if sf.Nodes == 0 {
+		return // no cluster it may use runs executors: the driver goes alone
+	}
+	never := true
+	for p, n := range ever {
+		if driverEver[p] > 0 {
+			sf.MaxFit = max(sf.MaxFit, min(n, m))
+			if n >= m {
+				never = false
+			}
+		}
+	}
+	for _, n := range now {
+		sf.Fit = max(sf.Fit, min(n, m))
+	}
+	for _, text := range order {
+		sf.Filtered = append(sf.Filtered, Count{Reason: text, Nodes: counts[text]})
+	}
+	slices.SortStableFunc(sf.Filtered, func(a, b Count) int {
+		if a.Nodes != b.Nodes {
+			return b.Nodes - a.Nodes
+		}
+		return strings.Compare(a.Reason, b.Reason)
+	})
+	why.Spark, why.Gang = sf, nil // one replica: the executors are the gang
+	if never {
+		why.NeverFits = true
+	}
+}
