@@ -44,6 +44,7 @@ func (c *NodeUpsert) apply(s *State) (any, error) {
 	nn.Quarantined = s.keptQuarantine(n)
 	s.Nodes[n.Name] = &nn
 	s.admitter = nil
+	s.trimHeld(n.Name) // not ready, or smaller: room held for executors it cannot hold goes
 	return nil, nil
 }
 
@@ -67,6 +68,7 @@ func (c *NodeRemove) apply(s *State) (any, error) {
 	}
 	delete(s.Nodes, c.Name)
 	s.admitter = nil
+	s.trimHeld(c.Name)
 	return nil, nil
 }
 

@@ -123,6 +123,7 @@ func (s *State) stopVictim(p sched.Preemption) {
 			s.putTask(t.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, structs.StopPreempted })
 		}
 	}
+	s.dropHeld(p.Victim) // a spark job's executors' room goes with it
 	s.putJob(p.Victim, func(j *structs.Job) { j.Reason = "preempted by " + string(p.Preemptor) })
 }
 
@@ -139,32 +140,50 @@ func (s *State) checkNear(node structs.NodeID, near *structs.Node) error {
 }
 
 // keepReservations is the reservations after plan p: those p keeps of
-// jobs still pending; an executor's only while its job runs, and only if
-// it still exists (taken or dropped since p's snapshot, it stays gone);
-// and the executors' made after p's snapshot, which p did not see.
+// jobs still pending; an executor's, or room held for a spark job's
+// minimum executors, only while its job runs, and only if it still
+// exists (taken or dropped since p's snapshot, it stays gone); and those
+// made after p's snapshot, which p did not see.
 func (s *State) keepReservations(p *sched.Plan) []sched.Reservation {
 	old := s.Reservations
 	var out []sched.Reservation
+	taken := make([]bool, len(old)) // held room matched once each
 	for _, r := range p.Reservations {
 		j := s.Jobs[r.Job]
 		if j == nil || s.Nodes[r.Node] == nil {
 			continue
 		}
-		if r.Kind != sched.ReserveExecutor {
+		running := j.State == structs.JobScheduled || j.State == structs.JobRunning
+		switch r.Kind {
+		case sched.ReserveExecutor:
+			if running && slices.ContainsFunc(old, func(o sched.Reservation) bool {
+				return o.Kind == sched.ReserveExecutor && o.Job == r.Job && o.Executor == r.Executor && o.Made == r.Made
+			}) {
+				out = append(out, r)
+			}
+		case sched.ReserveMinExecutors:
+			// Kept as it is while it still exists: not taken by an
+			// executor or dropped since p's snapshot.
+			i := -1
+			for k, o := range old {
+				if !taken[k] && o.Kind == sched.ReserveMinExecutors && o.Job == r.Job && o.Node == r.Node && o.Made == r.Made {
+					i = k
+					break
+				}
+			}
+			if running && i >= 0 {
+				taken[i] = true
+				out = append(out, old[i])
+			}
+		default:
 			if j.State == structs.JobPending {
 				out = append(out, r)
 			}
-			continue
-		}
-		if (j.State == structs.JobScheduled || j.State == structs.JobRunning) && slices.ContainsFunc(old, func(o sched.Reservation) bool {
-			return o.Kind == sched.ReserveExecutor && o.Job == r.Job && o.Executor == r.Executor && o.Made == r.Made
-		}) {
-			out = append(out, r)
 		}
 	}
 	for _, o := range old {
-		if o.Kind == sched.ReserveExecutor && o.Made > p.Index {
-			out = append(out, o)
+		if (o.Kind == sched.ReserveExecutor || o.Kind == sched.ReserveMinExecutors) && o.Made > p.Index {
+			out = append(out, o) // made after p's snapshot (this very commit's too)
 		}
 	}
 	return out

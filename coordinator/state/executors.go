@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -15,7 +16,8 @@ import (
 // no replica: its Index is past the job's replicas, and its ID
 // (job-INDEX-aATTEMPT) is made here from the job's executors so far, so
 // every server makes the same. The job's charge already covers its most
-// executors: quota does not change.
+// executors: quota does not change. It takes one of the rooms held for
+// the job's minimum executors (sched.TakeHeld), and may not take others'.
 type ExecutorAdd struct {
 	Job    structs.JobID  `json:"job"`
 	Driver structs.TaskID `json:"driver"`
@@ -72,7 +74,10 @@ func (c *ExecutorAdd) apply(s *State) (any, error) {
 	if err := c.checkResources(j); err != nil {
 		return nil, err
 	}
-	if err := s.checkRoom(c.Node, s.Nodes[d.Node], c.Resources, c.Accels); err != nil {
+	// It takes one of the rooms held for the job's minimum executors (on
+	// its node if it has one there); what others hold stays theirs.
+	held := sched.TakeHeld(s.Reservations, j.ID, c.Node)
+	if err := s.checkRoom(c.Node, s.Nodes[d.Node], c.Resources, c.Accels, held); err != nil {
 		return nil, fmt.Errorf("executor pod %s: %w", c.Pod, err)
 	}
 	if c.Pool != d.Pool {
@@ -87,6 +92,7 @@ func (c *ExecutorAdd) apply(s *State) (any, error) {
 		State: structs.TaskScheduled, Resources: c.Resources, Accels: c.Accels, Executor: c.Pod, ScheduledAt: c.Now,
 	})
 	s.Tokens[id] = c.Token
+	s.Reservations = held
 	s.dropExecutorReservation(j.ID, c.Pod) // the room preempted for it, if any
 	return id, nil
 }
@@ -118,8 +124,9 @@ func (c *ExecutorAdd) checkResources(j *structs.Job) error {
 var ErrNoRoom = fmt.Errorf("no room")
 
 // checkRoom checks that node can take a task holding r and accels now,
-// in the cluster of near (the driver's node).
-func (s *State) checkRoom(node structs.NodeID, near *structs.Node, r structs.Resources, accels structs.AccelMask) error {
+// in the cluster of near (the driver's node), beside the room held
+// there for spark executors by held (ReserveMinExecutors).
+func (s *State) checkRoom(node structs.NodeID, near *structs.Node, r structs.Resources, accels structs.AccelMask, held []sched.Reservation) error {
 	n := s.Nodes[node]
 	switch {
 	case n == nil || (n.State != structs.NodeReady && n.State != ""):
@@ -127,7 +134,9 @@ func (s *State) checkRoom(node structs.NodeID, near *structs.Node, r structs.Res
 	case near != nil && n.Cluster != near.Cluster:
 		return invalidf("node %s is in cluster %s, not its driver's (%s)", node, n.Cluster, near.Cluster)
 	}
-	u := s.nodeUse()[node]
+	uses := s.nodeUse()
+	addHeld(uses, held)
+	u := uses[node]
 	if u == nil {
 		u = &use{devices: map[string]int64{}}
 	}
@@ -138,7 +147,7 @@ func (s *State) checkRoom(node structs.NodeID, near *structs.Node, r structs.Res
 		return fmt.Errorf("accelerators %v on node %s are quarantined: %w", (accels & n.QuarantinedMask()).Indices(), node, ErrNoRoom)
 	case n.Capacity.Accels < 64 && uint64(accels)>>uint(max(n.Capacity.Accels, 0)) != 0:
 		return invalidf("node %s has no accelerator %v", node, accels.Indices())
-	case u.cpu+r.MilliCPU > n.Capacity.MilliCPU || u.mem+r.Memory > n.Capacity.Memory:
+	case !fits(n, u, nil, r, accels):
 		return fmt.Errorf("node %s has no room left for %s: %w", node, r, ErrNoRoom)
 	}
 	return nil

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/atom-sched/atom/pkg/sched"
@@ -40,7 +41,7 @@ func (c *PlanCommit) apply(s *State) (any, error) {
 		return nil, invalidf("plan commit: no plan")
 	}
 	var res CommitResult
-	use := s.nodeUse()
+	use := s.nodeUseHeld() // room held for spark executors is used
 	for i := range c.Plan.Placements {
 		pl := &c.Plan.Placements[i]
 		if err := s.checkPlacement(pl, use); err != nil {
@@ -68,10 +69,12 @@ func (c *PlanCommit) apply(s *State) (any, error) {
 	return res, nil
 }
 
-// use is what tasks hold on one node.
+// use is what tasks hold on one node (and, where counted, the room held
+// for spark jobs' executors: nacc accelerators not yet given).
 type use struct {
 	cpu, mem int64
 	accels   structs.AccelMask
+	nacc     int64
 	devices  map[string]int64
 }
 
@@ -150,10 +153,10 @@ func (s *State) checkPlacement(pl *sched.Placement, uses map[structs.NodeID]*use
 		if tp.Resources.Accels > 0 && n.Capacity.Accels < 64 && uint64(tp.Accels)>>uint(n.Capacity.Accels) != 0 {
 			return fmt.Errorf("node %s has no accelerator %v", tp.Node, tp.Accels.Indices())
 		}
-		e.add(tp.Resources, tp.Accels)
-		if u.cpu+e.cpu > n.Capacity.MilliCPU || u.mem+e.mem > n.Capacity.Memory {
+		if !fits(n, u, e, tp.Resources, tp.Accels) {
 			return fmt.Errorf("node %s has no room left for replica %d", tp.Node, tp.Index)
 		}
+		e.add(tp.Resources, tp.Accels)
 		for d, v := range e.devices {
 			if u.devices[d]+v > n.Capacity.Devices[d] {
 				return fmt.Errorf("node %s has no %s left", tp.Node, d)
@@ -162,6 +165,9 @@ func (s *State) checkPlacement(pl *sched.Placement, uses map[structs.NodeID]*use
 	}
 	if j.IsGang() && len(live) != replicas {
 		return fmt.Errorf("gang %s would have %d of %d replicas", pl.Job, len(live), replicas)
+	}
+	if err := s.checkHeld(j, pl, uses, extra); err != nil {
+		return err
 	}
 	if j.Priority == structs.PriorityNormal {
 		if q := s.quotaShortfall(j, pl.Charge); q != nil {
@@ -219,5 +225,15 @@ func (s *State) place(pl *sched.Placement, uses map[structs.NodeID]*use, now tim
 		}
 	})
 	s.dropReservations(j.ID)
+	if len(pl.Held) > 0 {
+		// The room its minimum executors took: held until they bind.
+		held := make([]sched.Reservation, len(pl.Held))
+		for i, r := range pl.Held {
+			r.Made, r.Freed = s.Index, time.Time{}
+			held[i] = r
+		}
+		s.Reservations = append(slices.Clone(s.Reservations), held...)
+		addHeld(uses, held)
+	}
 	s.noteWarmUp(s.Jobs[j.ID], pl, now)
 }

@@ -87,7 +87,15 @@ func (s *State) Snapshot() *sched.Snapshot {
 		Reservations: slices.Clone(s.Reservations),
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Nodes)) {
-		snap.Nodes = append(snap.Nodes, s.Nodes[id])
+		n := s.Nodes[id]
+		snap.Nodes = append(snap.Nodes, n)
+		if c := s.Clusters[n.Cluster]; (c == nil || c.Backend != "kubernetes") && !snap.NoExecutors[n.Cluster] {
+			// Spark runs in local mode there: no executor Pods.
+			if snap.NoExecutors == nil {
+				snap.NoExecutors = map[structs.ClusterID]bool{}
+			}
+			snap.NoExecutors[n.Cluster] = true
+		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Pools)) {
 		snap.Pools = append(snap.Pools, s.Pools[id])

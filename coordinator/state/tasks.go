@@ -134,6 +134,7 @@ func (s *State) lostUnstarted(j *structs.Job, t *structs.Task, e TaskEvent) bool
 	}
 	reason := fmt.Sprintf("requeued: replica %d was lost before it started%s", t.Index, suffix(e.Message))
 	s.putJob(j.ID, func(j *structs.Job) { j.LostUnstarted++; j.Reason = reason })
+	s.dropHeld(j.ID)
 	stopped := false
 	for _, x := range s.TasksOf(j.ID) {
 		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {
@@ -198,6 +199,7 @@ func (s *State) afterStop(id structs.JobID, reason structs.StopReason, now time.
 // requeue returns j to Pending with a new attempt. Its quota charge (if
 // any) stays: a pending job holds quota.
 func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempted bool) {
+	s.dropHeld(id) // a spark job's executors' room: held again when it is placed again
 	s.putJob(id, func(j *structs.Job) {
 		j.State, j.Reason = structs.JobPending, reason
 		j.Attempt++
@@ -247,6 +249,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
 		j.Reason = "restarting: " + why
 		j.BackoffUntil = e.Time.Add(structs.RestartBackoff(restarts + 1))
 	})
+	s.dropHeld(id)
 	stopped := false
 	for _, x := range s.TasksOf(id) {
 		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {
