@@ -17,9 +17,11 @@ import (
 )
 
 // executorHooks lets kc's backend bind Spark executor Pods (C25): the
-// leader places each on a snapshot (sched.PlaceExecutor) and commits it
-// (state.ExecutorAdd), which checks the job's current attempt, its driver
-// and its most executors again. One of a normal or high job that fits
+// leader places each on a snapshot (sched.PlaceExecutor: into the room
+// held for the job's minimum executors first, which was taken with its
+// driver) and commits it (state.ExecutorAdd), which checks the job's
+// current attempt, its driver, its most executors and the node's room
+// (others' held room included) again, and takes one held room. One of a normal or high job that fits
 // nowhere preempts low jobs (sched.PreemptForExecutor, committed as
 // state.ExecutorPreempt) and waits for the room held for it.
 func executorHooks(srv *server.Server, kc *kube.Config) {

@@ -23,7 +23,8 @@ import (
 // atom.io/job and are owned by the driver's Pod (plugins/spark). The
 // leader takes each such unbound Pod:
 //
-//	executor Pod (unbound) ──Config.Executor──▶ ExecutorAdd committed (node chosen, within the job's limit)
+//	executor Pod (unbound) ──Config.Executor──▶ ExecutorAdd committed (node chosen, within the job's limit:
+//	                         the room held for the job's minimum executors with its driver first)
 //	                       ──Binding──────────▶ bound to that node
 //	no room (normal or high job) ──Config.Executor──▶ ExecutorPreempt committed (low jobs stop, their
 //	         room held for the Pod) ──▶ waits (ErrExecutorWait), taken as above once they have gone
