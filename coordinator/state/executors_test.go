@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -224,4 +225,46 @@ func TestSparkExecutorAsksLess(t *testing.T) {
 	_, err = l.executorAsking("s-1", "e", small, t0)
 	require.ErrorIs(t, err, state.ErrInvalid, "four executors are its most")
 	assert.ErrorContains(t, err, "already runs 4 executors")
+}
+
+// A spark job whose executor no node could ever hold is refused at
+// submit, saying so, and nothing is charged; the driver alone fitting is
+// not enough. Every node counts, whatever its cluster's backend (local
+// mode runs executors in the driver, but the executor is still what the
+// job is charged for).
+func TestSparkExecutorLargerThanAnyNode(t *testing.T) {
+	l := newLogged(t, st.C64("c1"), st.G8("g1", "A100"))
+	l.must(&state.QuotaSet{Quota: &structs.Quota{Scope: "user:u1", Limits: structs.ResourceList{
+		structs.KeyCPU: 10_000_000, structs.KeyMemory: 100_000 * st.Gi, "gpu/A100": 1000}}})
+	cases := []struct {
+		name string
+		edit func(*structs.SparkExecutor)
+		want string
+	}{
+		{"more cores than any node", func(e *structs.SparkExecutor) { e.Cores = 65 },
+			"spark.executor asks for cpu=65 memory=9Gi per executor (memory with its overhead), more than any node could hold: can never fit; 0/2 nodes fit: 1 too small for one replica (cpu=65 memory=9Gi), 1 with accelerators (CPU-only jobs run on CPU nodes)"},
+		{"more memory than any node", func(e *structs.SparkExecutor) { e.Memory = 300 * st.Gi },
+			"spark.executor asks for cpu=4 memory=301Gi per executor (memory with its overhead), more than any node could hold: can never fit; 0/2 nodes fit: 1 too small for one replica (cpu=4 memory=301Gi)"},
+		{"more GPUs than any node", func(e *structs.SparkExecutor) {
+			e.Cores = 1
+			e.GPU = &structs.SparkGPU{Type: "A100", Amount: 9, Vendor: "nvidia.com", DiscoveryScript: "/g.sh"}
+		}, "spark.executor asks for cpu=1 memory=9Gi gpu/A100=9 per executor (memory with its overhead), more than any node could hold: can never fit; 0/2 nodes fit: 1 too small for one replica (cpu=1 memory=9Gi gpu/A100=9)"},
+		{"a GPU type no node has", func(e *structs.SparkExecutor) {
+			e.GPU = &structs.SparkGPU{Type: "H100", Amount: 1, Vendor: "nvidia.com", DiscoveryScript: "/g.sh"}
+		}, `spark.executor asks for cpu=4 memory=9Gi gpu/H100=1 per executor (memory with its overhead), more than any node could hold: unknown accelerator type "H100": this cluster has A100`},
+	}
+	for i, tc := range cases {
+		j := sparkJob(fmt.Sprintf("s-%d", i), st.NewJob(fmt.Sprintf("s%d", i), "u1"))
+		tc.edit(&j.Spark.Executor)
+		_, err := l.do(&state.JobSubmit{Job: j, Now: t0})
+		require.ErrorIs(t, err, sched.ErrUnsatisfiable, "%s: %v", tc.name, err)
+		assert.ErrorContains(t, err, tc.want, tc.name)
+		assert.Nil(t, l.s.Jobs[j.ID], "%s: not accepted", tc.name)
+		assert.Empty(t, l.s.Usage["user:u1"], "%s: nothing charged", tc.name)
+	}
+	// The largest executor a node holds is accepted.
+	j := sparkJob("s-ok", st.NewJob("ok", "u1"))
+	j.Spark.Executor.Cores, j.Spark.Executor.Memory = 64, 255*st.Gi
+	l.must(&state.JobSubmit{Job: j, Now: t0})
+	assert.NotNil(t, l.s.Jobs["s-ok"])
 }

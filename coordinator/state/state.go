@@ -9,6 +9,7 @@
 package state
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -228,7 +229,34 @@ func (s *State) admit(j *structs.Job) (sched.Admission, error) {
 		}
 		s.admitter = sched.NewAdmitter(snap)
 	}
+	// An executor that never fits is told before quota, as a job is.
+	if err := s.executorFits(j); err != nil {
+		return sched.Admission{}, err
+	}
 	return s.admitter.Admit(j, s.Quotas, s.Usage)
+}
+
+// executorFits refuses a spark job whose executor no node could ever
+// hold, whatever else runs: the hardware question Admit asks of a job,
+// asked of one executor (its cores, memory plus overhead and GPUs) as a
+// one-replica job of the same owner, project and cluster, low priority
+// (the job's quota already covers its executors). Every node counts, a
+// local cluster's as a Kubernetes cluster's: on the local backend Spark
+// runs in local mode, its executors threads of the driver, yet the
+// executor is still the shape the job is charged for and the Pod a
+// Kubernetes cluster would have to place, so one larger than any node
+// is a mistake in the spec wherever the job runs.
+func (s *State) executorFits(j *structs.Job) error {
+	if j.Spark == nil {
+		return nil
+	}
+	e := j.Spark.ExecutorResources()
+	x := &structs.Job{ID: j.ID, Name: j.Name, Kind: structs.KindCommand, Owner: j.Owner, Project: j.Project,
+		Priority: structs.PriorityLow, Cluster: j.Cluster, Replicas: 1, Resources: e}
+	if _, err := s.admitter.Admit(x, s.Quotas, s.Usage); err != nil {
+		return fmt.Errorf("spark.executor asks for %s per executor (memory with its overhead), more than any node could hold: %w", e, err)
+	}
+	return nil
 }
 
 // CheckInvariants runs the scheduling core's invariant checker on s.
