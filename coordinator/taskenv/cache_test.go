@@ -16,7 +16,9 @@ func TestCacheEnv(t *testing.T) {
 	assert.Equal(t, map[string]string{"ATOM_CACHE_REDIS": "10.0.0.5:6379", "REDIS_PORT": "6379"},
 		CacheEnv(j, "10.0.0.5:6379"), "the job's own REDIS_HOST stays")
 	assert.Nil(t, CacheEnv(j, ""), "a cluster without a cache")
-	assert.Nil(t, CacheEnv(&structs.Job{}, "10.0.0.5:6379"), "a job without cache:")
+	assert.Equal(t, map[string]string{"REDIS_HOST": "10.0.0.5", "REDIS_PORT": "6379"}, CacheEnv(&structs.Job{}, "10.0.0.5:6379"),
+		"a job without cache: reaches the cluster's Redis with its own client (no mount)")
+	assert.Nil(t, CacheEnv(&structs.Job{}, ""), "a cluster without a cache")
 
 	clusters := map[structs.ClusterID]*structs.Cluster{"a": {Name: "a", Redis: "a:6379"}, "b": {Name: "b"}}
 	nodes := map[structs.NodeID]*structs.Node{"a1": {Name: "a1", Cluster: "a"}, "b1": {Name: "b1", Cluster: "b"}}

@@ -46,15 +46,18 @@ func JobSpec(j *structs.Job) *structs.Job {
 }
 
 // CacheEnv is the dataset cache environment of a task of j on a cluster
-// whose cache Redis is at redis (host:port): ATOM_CACHE_REDIS, which atom
-// mounts the cache from, and REDIS_HOST and REDIS_PORT for jobs that use
-// the Redis client directly (unless the job's env sets them). Empty for a
-// job without a cache section or a cluster without a cache.
+// whose cache Redis is at redis (host:port): REDIS_HOST and REDIS_PORT for
+// every job, which a job's Redis client connects with (a job's own env
+// wins), and for a job with a cache section ATOM_CACHE_REDIS too, which
+// atom mounts the cache from. Empty on a cluster without a cache.
 func CacheEnv(j *structs.Job, redis string) map[string]string {
-	if j.CacheMountPath == "" || redis == "" {
+	if redis == "" {
 		return nil
 	}
-	env := map[string]string{"ATOM_CACHE_REDIS": redis}
+	env := map[string]string{}
+	if j.CacheMountPath != "" {
+		env["ATOM_CACHE_REDIS"] = redis
+	}
 	if host, port, err := net.SplitHostPort(redis); err == nil {
 		for k, v := range map[string]string{"REDIS_HOST": host, "REDIS_PORT": port} {
 			if _, set := j.Env[k]; !set {
