@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/atom-sched/atom/pkg/plugin"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -15,9 +18,20 @@ import (
 // Version is this job type's version.
 const Version = "1.0.0"
 
-// JobType is the Spark job type: the driver (replica 0) runs spark-submit
-// in client mode in its own pod; executors are Pods the coordinator binds.
-type JobType struct{}
+// JobType is the Spark job type. The driver (replica 0) runs
+// spark-submit in client mode: on Kubernetes with a k8s:// master, its
+// executors Pods the coordinator binds; on the local backend in local
+// mode, its executors threads of its own.
+type JobType struct {
+	// Log receives the note a local-mode driver starts with (LocalNote);
+	// nil is file descriptor 2, the task's log: a plugin process's
+	// stderr, which atom passes on line by line (go-plugin's Serve
+	// points os.Stderr elsewhere, so not os.Stderr).
+	Log io.Writer
+}
+
+// stderr is file descriptor 2, whatever os.Stderr has become.
+var stderr = os.NewFile(uintptr(syscall.Stderr), "/dev/stderr")
 
 // New returns the Spark job type.
 func New() plugin.JobType { return JobType{} }
@@ -33,18 +47,38 @@ func ExecutorPodTemplatePath(pod string) string {
 	return filepath.Join(os.TempDir(), "atom-"+pod+"-executor-pod.yaml")
 }
 
-// Prepare implements plugin.JobType: the spark-submit line for the driver,
-// with the driver's pod IP filled in (atom runs the line itself, so no
-// Kubernetes expands $(ATOM_POD_IP) for it). For a job with tolerations it
-// first writes the executor pod template (ExecutorPodTemplate) to
-// ExecutorPodTemplatePath.
-func (JobType) Prepare(_ context.Context, _ string, t plugin.Task) (plugin.Exec, error) {
+// OnKubernetes reports whether a task's environment is a Kubernetes
+// backend's: it sets ATOM_NAMESPACE (and an image may set
+// ATOM_KUBERNETES_API); the local backend sets neither.
+func OnKubernetes(env map[string]string) bool {
+	return env["ATOM_NAMESPACE"] != "" || env["ATOM_KUBERNETES_API"] != ""
+}
+
+// Prepare implements plugin.JobType: the driver's spark-submit line. A
+// driver with GPUs first gets its discovery script (WriteDiscoveryScript,
+// in TMPDIR). On Kubernetes (OnKubernetes) the line is Command's, with the
+// driver's pod IP filled in (atom runs the line itself, so no Kubernetes
+// expands $(ATOM_POD_IP) for it), and for a job with tolerations the
+// executor pod template (ExecutorPodTemplate) is written first, to
+// ExecutorPodTemplatePath. Elsewhere (the local backend) it is
+// LocalCommand's, run by the spark-submit FindSparkSubmit finds, with
+// PYSPARK_PYTHON the python3 beside it (a virtualenv's) unless the job
+// sets PYSPARK_PYTHON or PYSPARK_DRIVER_PYTHON, and SPARK_LOCAL_IP
+// 127.0.0.1 unless it sets that; LocalNote goes to the log.
+func (jt JobType) Prepare(_ context.Context, _ string, t plugin.Task) (plugin.Exec, error) {
 	if t.Replica != 0 {
 		return plugin.Exec{}, fmt.Errorf("a spark job has one replica, its driver; replica %d has nothing to run", t.Replica)
 	}
 	var j structs.Job
 	if err := json.Unmarshal(t.JobJSON, &j); err != nil || j.Spark == nil {
 		return plugin.Exec{}, fmt.Errorf("the job's spark section is missing (ATOM_JOB_SPEC): the backend passes the job as accepted")
+	}
+	d, err := driverOf(t, &j)
+	if err != nil {
+		return plugin.Exec{}, err
+	}
+	if !OnKubernetes(t.Env) {
+		return jt.local(t, &j, d)
 	}
 	pod := t.Env["ATOM_POD_NAME"]
 	if pod == "" {
@@ -54,10 +88,7 @@ func (JobType) Prepare(_ context.Context, _ string, t plugin.Task) (plugin.Exec,
 	if ns == "" {
 		ns = j.Spark.Namespace
 	}
-	if ns == "" && t.Env["ATOM_KUBERNETES_API"] == "" {
-		return plugin.Exec{}, fmt.Errorf("spark jobs run on a Kubernetes cluster (spark-submit --master k8s://...): this task's backend gave it no Kubernetes namespace or API server (the local backend has none); submit it to a cluster with backend kubernetes")
-	}
-	in := Input{Job: &j, DriverPod: pod, Namespace: ns, APIServer: t.Env["ATOM_KUBERNETES_API"]}
+	in := Input{Job: &j, DriverPod: pod, Namespace: ns, APIServer: t.Env["ATOM_KUBERNETES_API"], Driver: d}
 	tmpl, err := ExecutorPodTemplate(&j)
 	if err != nil {
 		return plugin.Exec{}, err
@@ -83,4 +114,61 @@ func (JobType) Prepare(_ context.Context, _ string, t plugin.Task) (plugin.Exec,
 		argv[i] = strings.ReplaceAll(a, ref, ip)
 	}
 	return plugin.Exec{Argv: argv}, nil
+}
+
+// driverOf reads the driver's allocation from the task's environment
+// (ATOM_CPU_MILLI, ATOM_MEMORY_BYTES; the job's resources when atom runs
+// standalone) and writes its GPU discovery script when it has GPUs.
+func driverOf(t plugin.Task, j *structs.Job) (Driver, error) {
+	d := Driver{MilliCPU: j.Resources.MilliCPU, Memory: j.Resources.Memory, GPUs: t.Accelerators}
+	for _, v := range []struct {
+		name string
+		to   *int64
+	}{{"ATOM_CPU_MILLI", &d.MilliCPU}, {"ATOM_MEMORY_BYTES", &d.Memory}} {
+		s, ok := t.Env[v.name]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return d, fmt.Errorf("%s=%q is not a count: the backend sets it to the task's allocation", v.name, s)
+		}
+		*v.to = n
+	}
+	if d.GPUs > 0 {
+		dir := t.Env["TMPDIR"]
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		d.DiscoveryScript = DiscoveryScriptPath(dir, t.ID)
+		if err := WriteDiscoveryScript(d.DiscoveryScript, t.Env["ATOM_BIN"]); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// local prepares a driver in local mode.
+func (jt JobType) local(t plugin.Task, j *structs.Job, d Driver) (plugin.Exec, error) {
+	submit, err := FindSparkSubmit(t.Env)
+	if err != nil {
+		return plugin.Exec{}, err
+	}
+	argv, err := LocalCommand(LocalInput{Job: j, SparkSubmit: submit, Driver: d, LocalDir: t.Env["TMPDIR"]})
+	if err != nil {
+		return plugin.Exec{}, err
+	}
+	env := map[string]string{}
+	if py := PythonBeside(submit); py != "" && t.Env["PYSPARK_PYTHON"] == "" && t.Env["PYSPARK_DRIVER_PYTHON"] == "" {
+		env["PYSPARK_PYTHON"] = py
+	}
+	if t.Env["SPARK_LOCAL_IP"] == "" {
+		env["SPARK_LOCAL_IP"] = "127.0.0.1"
+	}
+	w := jt.Log
+	if w == nil {
+		w = stderr
+	}
+	fmt.Fprintln(w, LocalNote(j, d))
+	return plugin.Exec{Argv: argv, Env: env}, nil
 }

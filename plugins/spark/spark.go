@@ -70,10 +70,14 @@ type Input struct {
 	// template (ExecutorPodTemplate) of a job with tolerations; required
 	// for such a job, unused for others.
 	ExecutorPodTemplateFile string
+	// Driver is what the driver's task was allocated; a Memory of 0 is
+	// the job's (resources.memory).
+	Driver Driver
 }
 
-// Command returns the spark-submit argv for in: options, then --conf
-// properties in a fixed order (atom's, executor node selectors by key,
+// Command returns the spark-submit argv for in: options (the driver's
+// heap, --driver-memory, from its memory: see Driver), then --conf
+// properties in a fixed order (the driver's GPUs, atom's, executor node selectors by key,
 // the executor pod template of a job with tolerations, the spec's
 // sparkConf by key), then the application and its arguments.
 func Command(in Input) ([]string, error) {
@@ -91,6 +95,15 @@ func Command(in Input) ([]string, error) {
 	if s.MainClass != "" {
 		argv = append(argv, "--class", s.MainClass)
 	}
+	d := in.Driver
+	if d.Memory == 0 {
+		d.Memory = j.Resources.Memory
+	}
+	opts, err := d.options()
+	if err != nil {
+		return nil, err
+	}
+	argv = append(argv, opts...)
 	conf := func(k, v string) { argv = append(argv, "--conf", k+"="+v) }
 	conf("spark.kubernetes.namespace", in.Namespace)
 	conf("spark.kubernetes.driver.pod.name", in.DriverPod)
