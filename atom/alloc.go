@@ -35,30 +35,16 @@ type allocation struct {
 
 // readAllocation reads the allocation flags (and so the ATOM_* env).
 func readAllocation(c *cli.Context) (allocation, error) {
-	a := allocation{
-		Coordinator: strings.TrimSpace(c.String("coordinator")),
-		Task:        c.String("task"), Token: c.String("token"), Job: c.String("job"),
-		Kind:    strings.TrimSpace(c.String("kind")),
-		Replica: c.Int("replica"), Replicas: c.Int("replicas"), Attempt: c.Int("attempt"),
-		GPU: gpu.Want{Type: strings.TrimSpace(c.String("accel-type"))},
+	a, err := readGPUs(c)
+	if err != nil {
+		return a, err
 	}
-	for _, s := range strings.Split(c.String("accelerators"), ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		i, err := strconv.Atoi(s)
-		if err != nil || i < 0 {
-			return a, fmt.Errorf("ATOM_ACCELERATORS: %q is not a device index: use comma-separated indices such as 0,1", s)
-		}
-		a.GPU.Accelerators = append(a.GPU.Accelerators, i)
-	}
+	a.Coordinator = strings.TrimSpace(c.String("coordinator"))
+	a.Task, a.Token, a.Job = c.String("task"), c.String("token"), c.String("job")
+	a.Kind = strings.TrimSpace(c.String("kind"))
+	a.Replica, a.Replicas, a.Attempt = c.Int("replica"), c.Int("replicas"), c.Int("attempt")
 	if a.Kind == "" {
 		a.Kind = "command"
-	}
-	a.Node, a.SimulatedGPUs, a.GPU.HostGPUs = c.String("node"), c.Bool("simulated-gpus"), c.Bool("host-gpus")
-	var err error
-	if a.GPUFaults, err = gpu.ParseFaults(c.String("simulated-gpu-faults")); err != nil {
-		return a, err
 	}
 	if a.JobJSON, err = jobJSON(c.String("job-spec")); err != nil {
 		return a, err
@@ -73,6 +59,26 @@ func readAllocation(c *cli.Context) (allocation, error) {
 		}
 	}
 	return a, nil
+}
+
+// readGPUs reads the accelerator part of the allocation flags: the
+// allocated GPUs, the node, and whether its GPUs are simulated.
+func readGPUs(c *cli.Context) (allocation, error) {
+	a := allocation{GPU: gpu.Want{Type: strings.TrimSpace(c.String("accel-type"))}}
+	for _, s := range strings.Split(c.String("accelerators"), ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		i, err := strconv.Atoi(s)
+		if err != nil || i < 0 {
+			return a, fmt.Errorf("ATOM_ACCELERATORS: %q is not a device index: use comma-separated indices such as 0,1", s)
+		}
+		a.GPU.Accelerators = append(a.GPU.Accelerators, i)
+	}
+	a.Node, a.SimulatedGPUs, a.GPU.HostGPUs = c.String("node"), c.Bool("simulated-gpus"), c.Bool("host-gpus")
+	var err error
+	a.GPUFaults, err = gpu.ParseFaults(c.String("simulated-gpu-faults"))
+	return a, err
 }
 
 // exchangeToken gets the allocation token for the Pod's service-account

@@ -5,6 +5,7 @@
 //
 //	atom run -- CMD [ARGS...]   preflight, then run CMD under supervision
 //	atom preflight              only the GPU preflight, as key=value lines
+//	atom gpus [--spark]         the allocated GPUs; --spark: Spark's discovery JSON
 //	atom cache put|get|ls|rm|du  load and inspect the Redis dataset cache
 //	atom cache mount DIR        serve it with FUSE (atom run does, for jobs with cache:)
 //
@@ -47,7 +48,7 @@ func app() *cli.App {
 	return &cli.App{
 		Name:     "atom",
 		Usage:    "the in-container agent of atom jobs",
-		Commands: []*cli.Command{runCommand(), preflightCommand(), pluginCommand(), rshCommand(), cacheCommand()},
+		Commands: []*cli.Command{runCommand(), preflightCommand(), gpusCommand(), pluginCommand(), rshCommand(), cacheCommand()},
 		Before:   func(*cli.Context) error { return trustCoordinatorCA() },
 		// Exit codes are the job's: cli.Exit carries them out of Run.
 		ExitErrHandler: func(_ *cli.Context, err error) { cli.HandleExitCoder(err) },

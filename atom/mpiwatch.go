@@ -23,9 +23,7 @@ const drainFor = 2 * time.Second
 type mpiWatch struct {
 	layout mpi.Layout
 	seen   mpi.Watcher
-	out    io.Writer // atom's stderr
-	r, w   *os.File  // the pipe: mpirun writes w, atom reads r
-	done   chan struct{}
+	*teePipe
 }
 
 // watchMPI starts watching when the job type asked for it (an MPI
@@ -44,40 +42,21 @@ func watchMPI(ex plugin.Exec, log *slog.Logger) (*mpiWatch, error) {
 
 // newMPIWatch passes what mpirun writes on to out.
 func newMPIWatch(l mpi.Layout, out io.Writer) (*mpiWatch, error) {
-	r, w, err := os.Pipe()
+	m := &mpiWatch{layout: l}
+	p, err := newTeePipe(out, &m.seen)
 	if err != nil {
 		return nil, fmt.Errorf("a pipe for mpirun's stderr: %w", err)
 	}
-	m := &mpiWatch{layout: l, out: out, r: r, w: w, done: make(chan struct{})}
-	go m.copy()
+	m.teePipe = p
 	return m, nil
 }
-
-// copy passes each read on at once: no line buffering, no delay.
-func (m *mpiWatch) copy() {
-	defer close(m.done)
-	defer m.r.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := m.r.Read(buf)
-		if n > 0 {
-			_, _ = m.out.Write(buf[:n])
-			_, _ = m.seen.Write(buf[:n])
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// started drops atom's copy of the write end once mpirun has its own (or
-// failed to start), so the pipe ends when mpirun and its children do.
-func (m *mpiWatch) started() { _ = m.w.Close() }
 
 // explain waits (at most drainFor) for the rest of mpirun's stderr and
 // says which rank failed, where; "" when Open MPI reported none.
 func (m *mpiWatch) explain() string {
-	m.drain()
+	t := time.NewTimer(drainFor)
+	defer t.Stop()
+	m.drain(t.C)
 	f, ok := m.seen.Failure()
 	if !ok {
 		return ""
@@ -85,14 +64,4 @@ func (m *mpiWatch) explain() string {
 	host, _ := os.Hostname()
 	host, _, _ = strings.Cut(host, ".") // Open MPI names nodes without their domain
 	return m.layout.Explain(f, host)
-}
-
-// drain waits, at most drainFor, until all of mpirun's stderr is passed on.
-func (m *mpiWatch) drain() {
-	t := time.NewTimer(drainFor)
-	defer t.Stop()
-	select {
-	case <-m.done:
-	case <-t.C:
-	}
 }

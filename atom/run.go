@@ -213,14 +213,27 @@ func run(c *cli.Context) error {
 		cancel()
 		return fail(exitNoStart, err.Error())
 	}
+	var sparkOut *sparkWatch // a Spark driver: the line that says why it failed
+	if a.Kind == "spark" && len(ex.Argv) > 0 && watch == nil {
+		if sparkOut, err = watchSpark(os.Stdout, os.Stderr); err != nil {
+			cancel()
+			return fail(exitNoStart, err.Error())
+		}
+	}
 	if len(ex.Argv) > 0 {
-		stderr := os.Stderr
+		stdout, stderr := os.Stdout, os.Stderr
 		if watch != nil {
 			stderr = watch.w
 		}
-		ch, err := supervise.StartWith(ex.Argv, envList(extra), reaper, stderr)
+		if sparkOut != nil {
+			stdout, stderr = sparkOut.stdout.w, sparkOut.stderr.w
+		}
+		ch, err := supervise.StartOutputs(ex.Argv, envList(extra), reaper, stdout, stderr)
 		if watch != nil {
 			watch.started()
+		}
+		if sparkOut != nil {
+			sparkOut.started()
 		}
 		if err != nil {
 			cancel()
@@ -264,9 +277,12 @@ func run(c *cli.Context) error {
 		}
 	}
 	code := child.ExitCode()
-	rankFailed := ""
+	rankFailed, errLine := "", ""
 	if watch != nil {
 		rankFailed = watch.explain() // mpirun's report is in the log before atom ends
+	}
+	if sparkOut != nil {
+		errLine = sparkOut.explain() // and the driver's output
 	}
 	if rep != nil && !hbDone {
 		<-hb // the last Running beat goes before the final report
@@ -280,6 +296,9 @@ func run(c *cli.Context) error {
 		}
 		if rankFailed != "" && stopped == "" && !termSent { // not a rank's end that a stop caused
 			msg = rankFailed
+		}
+		if errLine != "" && msg == "" && stopped == "" && !termSent { // exited on its own, not killed
+			msg = errLine
 		}
 		final(structs.TaskFailed, code, msg)
 	}

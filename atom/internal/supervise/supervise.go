@@ -30,11 +30,17 @@ func Start(argv []string, extra []string, r *reap.Reaper) (*Child, error) {
 // StartWith is Start with the process's stderr going to stderr (a file:
 // the process writes to it directly, with no copying in between).
 func StartWith(argv []string, extra []string, r *reap.Reaper, stderr *os.File) (*Child, error) {
+	return StartOutputs(argv, extra, r, os.Stdout, stderr)
+}
+
+// StartOutputs is Start with the process's stdout and stderr going to
+// the files stdout and stderr.
+func StartOutputs(argv []string, extra []string, r *reap.Reaper, stdout, stderr *os.File) (*Child, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("start: no command given: atom run -- CMD [ARGS...]")
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 	cmd.Env = append(os.Environ(), extra...)
 	c := &Child{cmd: cmd, done: make(chan struct{})}
 	if r != nil {
