@@ -88,7 +88,7 @@ func TestSparkDriverFailureReason(t *testing.T) {
 	assert.Equal(t, "replica 0 failed with exit code 1: ZeroDivisionError: division by zero", j.Reason)
 	assert.Contains(t, log, "atom: spark runs in local mode on this (local) backend: --master local[2], a driver heap of 1664m of the task's 2Gi; "+
 		"Spark's executors are threads of the driver there, so spark.executor (2 of 1 core and 1Gi) do not apply\n")
-	assert.Contains(t, log, "Running Spark version 4.3.0 (--master local[2] --name clean --driver-memory 1664m --conf spark.driver.host=127.0.0.1 --conf spark.local.dir=")
+	assert.Contains(t, log, "Running Spark version 4.3.0 (--master local[2] --name clean --driver-memory 1664m --conf spark.driver.host=127.0.0.1 /a.py)")
 	assert.Contains(t, log, "Traceback (most recent call last):\n  File \"/a.py\", line 3, in <module>\n    1/0\nZeroDivisionError: division by zero\n",
 		"the driver's output is all there")
 

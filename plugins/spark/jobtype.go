@@ -63,8 +63,9 @@ func OnKubernetes(env map[string]string) bool {
 // ExecutorPodTemplatePath. Elsewhere (the local backend) it is
 // LocalCommand's, run by the spark-submit FindSparkSubmit finds, with
 // PYSPARK_PYTHON the python3 beside it (a virtualenv's) unless the job
-// sets PYSPARK_PYTHON or PYSPARK_DRIVER_PYTHON, and SPARK_LOCAL_IP
-// 127.0.0.1 unless it sets that; LocalNote goes to the log.
+// sets PYSPARK_PYTHON or PYSPARK_DRIVER_PYTHON, SPARK_LOCAL_IP
+// 127.0.0.1 and SPARK_LOCAL_DIRS its TMPDIR unless it sets them (or
+// spark.local.dir); LocalNote goes to the log.
 func (jt JobType) Prepare(_ context.Context, _ string, t plugin.Task) (plugin.Exec, error) {
 	if t.Replica != 0 {
 		return plugin.Exec{}, fmt.Errorf("a spark job has one replica, its driver; replica %d has nothing to run", t.Replica)
@@ -154,7 +155,7 @@ func (jt JobType) local(t plugin.Task, j *structs.Job, d Driver) (plugin.Exec, e
 	if err != nil {
 		return plugin.Exec{}, err
 	}
-	argv, err := LocalCommand(LocalInput{Job: j, SparkSubmit: submit, Driver: d, LocalDir: t.Env["TMPDIR"]})
+	argv, err := LocalCommand(LocalInput{Job: j, SparkSubmit: submit, Driver: d})
 	if err != nil {
 		return plugin.Exec{}, err
 	}
@@ -164,6 +165,14 @@ func (jt JobType) local(t plugin.Task, j *structs.Job, d Driver) (plugin.Exec, e
 	}
 	if t.Env["SPARK_LOCAL_IP"] == "" {
 		env["SPARK_LOCAL_IP"] = "127.0.0.1"
+	}
+	// Spark's scratch (shuffle and spill files, spark.local.dir) in the
+	// task's own temporary directory, which goes with the task, unless
+	// the job says where: the variable, which Spark's local mode reads
+	// before spark.local.dir (and, as that property, without a warning
+	// that a cluster manager would override it).
+	if _, own := j.Spark.SparkConf["spark.local.dir"]; !own && t.Env["SPARK_LOCAL_DIRS"] == "" && t.Env["TMPDIR"] != "" {
+		env["SPARK_LOCAL_DIRS"] = t.Env["TMPDIR"]
 	}
 	w := jt.Log
 	if w == nil {

@@ -149,10 +149,10 @@ func TestPrepareLocal(t *testing.T) {
 	assert.Equal(t, []string{filepath.Join(bin, "spark-submit"), "--master", "local[2]", "--name", "clean-lidar",
 		"--driver-memory", "3712m",
 		"--conf", "spark.driver.resource.gpu.amount=2", "--conf", "spark.driver.resource.gpu.discoveryScript=" + script,
-		"--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.local.dir=" + tmp,
+		"--conf", "spark.driver.host=127.0.0.1",
 		"--conf", "spark.sql.shuffle.partitions=8", "--conf", "spark.ui.enabled=false",
 		"/jobs/clean.py", "--in", "/data"}, ex.Argv)
-	assert.Equal(t, map[string]string{"PYSPARK_PYTHON": filepath.Join(bin, "python3"), "SPARK_LOCAL_IP": "127.0.0.1"}, ex.Env)
+	assert.Equal(t, map[string]string{"PYSPARK_PYTHON": filepath.Join(bin, "python3"), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_DIRS": tmp}, ex.Env)
 	assert.Equal(t, "atom: spark runs in local mode on this (local) backend: --master local[2], a driver heap of 3712m of the task's 4Gi; "+
 		"Spark's executors are threads of the driver there, so spark.executor (1 core and 1Gi each) and dynamicAllocation (1 to 4) do not apply\n", log.String())
 	b, err := os.ReadFile(script)

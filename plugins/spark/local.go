@@ -65,10 +65,6 @@ type LocalInput struct {
 	Job         *structs.Job // kind spark, with its Spark section
 	SparkSubmit string       // the spark-submit to run (FindSparkSubmit)
 	Driver      Driver
-	// LocalDir is spark.local.dir, Spark's scratch (shuffle and spill
-	// files): the task's own temporary directory, so they go with it;
-	// "" leaves Spark's (/tmp). A sparkConf that sets it wins.
-	LocalDir string
 }
 
 // LocalCommand returns the spark-submit argv of a driver in local mode,
@@ -104,9 +100,6 @@ func LocalCommand(in LocalInput) ([]string, error) {
 	}
 	argv = append(argv, opts...)
 	argv = append(argv, "--conf", "spark.driver.host=127.0.0.1")
-	if _, own := s.SparkConf["spark.local.dir"]; !own && in.LocalDir != "" {
-		argv = append(argv, "--conf", "spark.local.dir="+in.LocalDir)
-	}
 	for _, k := range sortedKeys(s.SparkConf) {
 		argv = append(argv, "--conf", k+"="+s.SparkConf[k])
 	}
