@@ -23,6 +23,13 @@ type pki struct {
 	caFile               string
 	certFile, keyFile    string // serving certificate, signed by the CA
 	saPubFile, saKeyFile string
+	// kubeletClientCert and kubeletClientKey are the API server's client
+	// certificate towards kubelets (logs, exec): user
+	// kube-apiserver-kubelet-client in group system:masters.
+	kubeletClientCert, kubeletClientKey string
+
+	ca    *x509.Certificate
+	caKey *ecdsa.PrivateKey
 }
 
 // writePKI makes a CA, a serving certificate for 127.0.0.1 and localhost
@@ -115,7 +122,67 @@ func writePKI(dir string) (*pki, error) {
 			return nil, err
 		}
 	}
+	p.ca, p.caKey = ca, caKey
+	p.kubeletClientCert, p.kubeletClientKey, err = p.issue(dir, "apiserver-kubelet-client", certRequest{
+		CN: "kube-apiserver-kubelet-client", Orgs: []string{"system:masters"}, Client: true,
+	})
+	if err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// certRequest is what issue puts in a certificate.
+type certRequest struct {
+	CN     string
+	Orgs   []string
+	IPs    []net.IP
+	DNS    []string
+	Client bool // client authentication, else serving
+}
+
+// issue writes dir/name.crt and dir/name.key: a new key and a certificate
+// for it signed by the CA.
+func (p *pki) issue(dir, name string, r certRequest) (certFile, keyFile string, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return "", "", err
+	}
+	now := time.Now()
+	usage := x509.ExtKeyUsageServerAuth
+	if r.Client {
+		usage = x509.ExtKeyUsageClientAuth
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial.Add(serial, big.NewInt(3)),
+		Subject:      pkix.Name{CommonName: r.CN, Organization: r.Orgs},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		IPAddresses:  r.IPs,
+		DNSNames:     r.DNS,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		return "", "", fmt.Errorf("create certificate %s: %w", name, err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return "", "", err
+	}
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
 }
 
 // newToken returns a random bearer token.

@@ -372,6 +372,13 @@ func (c *Cluster) startAPIServer(ctx context.Context) (*proc, error) {
 		"--service-account-signing-key-file=" + c.pki.saKeyFile,
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--allow-privileged=true",
+		// Logs and exec reach a real node's kubelet (AddRealNode) at its
+		// InternalIP, with a client certificate it trusts; its serving
+		// certificate is checked against the cluster's CA.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-client-certificate=" + c.pki.kubeletClientCert,
+		"--kubelet-client-key=" + c.pki.kubeletClientKey,
+		"--kubelet-certificate-authority=" + c.pki.caFile,
 		"--profiling=false",
 		"--v=1",
 	}
@@ -508,24 +515,36 @@ func (c *Cluster) writeKubeconfig(path, user, token string) error {
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
+// RootCAConfigMap is the ConfigMap of every namespace that holds the
+// cluster's CA certificate (key ca.crt), which a real kubelet projects into
+// every Pod's service-account volume; EnsureNamespace makes it, as
+// kube-controller-manager's root-ca-cert-publisher would.
+const RootCAConfigMap = "kube-root-ca.crt"
+
 // EnsureNamespace creates namespace name, if it is not there, with its
 // `default` service account (which the ServiceAccount admission plugin
-// wants for every Pod, and which no controller makes here).
+// wants for every Pod) and its kube-root-ca.crt ConfigMap (which a real
+// kubelet waits for before it starts a Pod with a service-account token):
+// no controller makes them here.
 func (c *Cluster) EnsureNamespace(ctx context.Context, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}
+	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: RootCAConfigMap, Namespace: name}, Data: map[string]string{"ca.crt": string(c.CAData)}}
+	created := func(err error) bool { return err == nil || apierrors.IsAlreadyExists(err) }
 	// Right after /readyz the API server may still be making its own
 	// namespaces; retry briefly.
 	var err error
 	for {
-		if _, err = c.Admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err == nil || apierrors.IsAlreadyExists(err) {
-			if _, err = c.Admin.CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{}); err == nil || apierrors.IsAlreadyExists(err) {
-				return nil
+		if _, err = c.Admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); created(err) {
+			if _, err = c.Admin.CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{}); created(err) {
+				if _, err = c.Admin.CoreV1().ConfigMaps(name).Create(ctx, ca, metav1.CreateOptions{}); created(err) {
+					return nil
+				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("create namespace %s and its default service account: %w", name, err)
+			return fmt.Errorf("create namespace %s, its default service account and kube-root-ca.crt: %w", name, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -241,6 +241,17 @@ func (c *Cluster) StopNode(ctx context.Context, name string) error {
 	if err := c.restartKwok(ctx); err != nil {
 		return fmt.Errorf("stop node %s: restart kwok: %w", name, err)
 	}
+	if err := c.SetNodeUnknown(ctx, name); err != nil {
+		return fmt.Errorf("stop node %s: %w", name, err)
+	}
+	return nil
+}
+
+// SetNodeUnknown sets node name's Ready condition to Unknown, as the node
+// lifecycle controller (which does not run here) does once a node's
+// kubelet has been silent for its grace period: after StopKubelet of a
+// real node, for instance. Its kubelet, when running, sets it back.
+func (c *Cluster) SetNodeUnknown(ctx context.Context, name string) error {
 	now := metav1.Now()
 	status, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{{
 		Type:               corev1.NodeReady,
@@ -254,7 +265,7 @@ func (c *Cluster) StopNode(ctx context.Context, name string) error {
 		return err
 	}
 	if _, err := c.Admin.CoreV1().Nodes().PatchStatus(ctx, name, status); err != nil {
-		return fmt.Errorf("stop node %s: set Ready=Unknown: %w", name, err)
+		return fmt.Errorf("set node %s Ready=Unknown: %w", name, err)
 	}
 	return nil
 }
