@@ -26,7 +26,9 @@ func TestSparkExecutorPreempts(t *testing.T) {
 	co := startCoordinator(t, 5*time.Second, time.Minute, map[string]*k8stest.Cluster{"k8s": c})
 	ctx := context.Background()
 
-	id := co.submit(t, sparkSpec("etl", "normal")+"nodeName: cpu-1\n")
+	// No minimum executors: none is placed with the driver, each comes
+	// with its Pod (those of a minimum take the room held with it).
+	id := co.submit(t, sparkExec("etl", "normal", "", noMinimum)+"nodeName: cpu-1\n")
 	co.waitJob(t, id, "runs", func(j *structs.Job, _ []*structs.Task) bool { return j.State == structs.JobRunning })
 	d := driverPod(t, c, id)
 	require.Equal(t, "cpu-1", d.Spec.NodeName)
