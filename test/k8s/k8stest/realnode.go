@@ -235,7 +235,7 @@ func (n *RealNode) start(ctx context.Context, images map[string]string) error {
 	if err := n.startKubelet(ctx); err != nil {
 		return err
 	}
-	if err := n.waitRegisteredAndReady(ctx, t0); err != nil {
+	if err := n.waitRegisteredAndReady(ctx, time.Time{}); err != nil {
 		return err
 	}
 	n.logf("real node %s: containerd %.1fs, images %.1fs, kubelet to Ready %.1fs", n.Name,
@@ -370,8 +370,8 @@ func (n *RealNode) startKubelet(ctx context.Context) error {
 
 // prepareCluster makes what the kubelet needs from the cluster that a
 // controller-manager would: RBAC for its node identity beyond the Node
-// authorizer (events, RuntimeClasses) and the default namespace's
-// kube-root-ca.crt.
+// authorizer (events, RuntimeClasses), the kube-node-lease namespace and
+// the default namespace's kube-root-ca.crt.
 func (n *RealNode) prepareCluster(ctx context.Context) error {
 	crb := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "atom-test-node-" + n.Name},
@@ -381,12 +381,20 @@ func (n *RealNode) prepareCluster(ctx context.Context) error {
 	if _, err := n.c.Admin.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("bind ClusterRole system:node to the node: %w", err)
 	}
-	return n.c.EnsureNamespace(ctx, metav1.NamespaceDefault)
+	// The API server makes kube-node-lease itself, but maybe not yet.
+	for _, ns := range []string{corev1.NamespaceNodeLease, metav1.NamespaceDefault} {
+		if err := n.c.EnsureNamespace(ctx, ns); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitRegisteredAndReady waits for the Node object, gives it its GPUs and
 // removes the not-ready taint, then waits until it is Ready with them.
-// since: a Ready node must have renewed its Lease after since.
+// After since, when not zero, the kubelet must have renewed the node's
+// Lease (a restarted kubelet does at once; a new node's kubelet makes its
+// Lease only 10 s after it registered the Node).
 func (n *RealNode) waitRegisteredAndReady(ctx context.Context, since time.Time) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -439,9 +447,11 @@ func (n *RealNode) fixAndCheck(ctx context.Context, since time.Time) (bool, stri
 	if !NodeReady(node) {
 		return false, "condition Ready is not True", nil
 	}
-	lease, err := n.c.Admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, n.Name, metav1.GetOptions{})
-	if err != nil || lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(since.Truncate(time.Second)) {
-		return false, "its Lease is not renewed since the kubelet started", nil
+	if !since.IsZero() {
+		lease, err := n.c.Admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil || lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(since) {
+			return false, "its Lease is not renewed since the kubelet started", nil
+		}
 	}
 	for _, t := range node.Spec.Taints {
 		if t.Key == NotReadyTaint {

@@ -127,3 +127,98 @@ func TestRealNode(t *testing.T) {
 		return err != nil
 	}, 30*time.Second, 100*time.Millisecond, "deleted Pod on the real node goes away (the kubelet stops it and removes it)")
 }
+
+// TestRealNodeWithKwok mixes the real node with kwok nodes in one cluster:
+// kwok leaves the real node and its Pods alone, the kubelet runs only the
+// Pods bound to it.
+func TestRealNodeWithKwok(t *testing.T) {
+	c := k8stest.Start(t, k8stest.Options{})
+	c.AddGPUNode(t, "kwok-1", 8, "A100")
+	n := c.AddRealNode(t, k8stest.RealNodeOptions{Name: "real-1", GPUs: 2, GPUModel: "H100"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	for _, name := range []string{"kwok-1", n.Name} {
+		_, err := c.Admin.CoreV1().Pods("default").Create(ctx, toolboxPod("on-"+name, name, corev1.RestartPolicyNever, "print:hi", "wait"), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	onKwok := c.WaitPodPhase(t, "default", "on-kwok-1", corev1.PodRunning)
+	onReal := c.WaitPodPhase(t, "default", "on-real-1", corev1.PodRunning)
+	assert.NotContains(t, onKwok.Status.PodIP, "10.89.0.", "kwok's Pod IP comes from kwok's range")
+	assert.True(t, strings.HasPrefix(onReal.Status.PodIP, "10.89.0."), "real Pod IP %q", onReal.Status.PodIP)
+	require.Len(t, onReal.Status.ContainerStatuses, 1)
+	assert.Contains(t, onReal.Status.ContainerStatuses[0].ContainerID, "containerd://", "the real Pod's container is containerd's")
+	logs, err := c.Admin.CoreV1().Pods("default").GetLogs("on-real-1", &corev1.PodLogOptions{}).DoRaw(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n", string(logs))
+
+	// A Pod whose image the real node does not have is not made Running by
+	// kwok: the kubelet says it may not pull it.
+	missing := toolboxPod("no-image", n.Name, corev1.RestartPolicyNever)
+	missing.Spec.Containers[0].Image = "atom.test/not-imported:1"
+	_, err = c.Admin.CoreV1().Pods("default").Create(ctx, missing, metav1.CreateOptions{})
+	require.NoError(t, err)
+	p := c.WaitPod(t, "default", "no-image", time.Minute, func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "ErrImageNeverPull"
+	})
+	assert.Equal(t, corev1.PodPending, p.Status.Phase)
+
+	// kwok's node is still kwok's, the real one the kubelet's.
+	nodes, err := c.Admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, nodes.Items, 2)
+	for _, node := range nodes.Items {
+		assert.True(t, k8stest.NodeReady(&node), "node %s Ready", node.Name)
+		if node.Name == n.Name {
+			assert.Equal(t, "v1.37.2", node.Status.NodeInfo.KubeletVersion)
+			assert.NotContains(t, node.Annotations, k8stest.KwokNodeAnnotation)
+		} else {
+			assert.Equal(t, k8stest.KwokNodeAnnotationValue, node.Annotations[k8stest.KwokNodeAnnotation])
+		}
+	}
+}
+
+// TestRealNodeFaults stops the kubelet (its container keeps running; the
+// Node is marked Unknown as the node lifecycle controller would), starts
+// it again (Ready, GPUs kept, the Pod still Running with the same
+// container), and restarts containerd (Pods keep running, new ones start).
+func TestRealNodeFaults(t *testing.T) {
+	c := k8stest.Start(t, k8stest.Options{})
+	n := c.AddRealNode(t, k8stest.RealNodeOptions{GPUs: 8, GPUModel: "A100"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := c.Admin.CoreV1().Pods("default").Create(ctx, toolboxPod("long", n.Name, corev1.RestartPolicyNever, "print:up", "wait"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	before := c.WaitPodPhase(t, "default", "long", corev1.PodRunning)
+	require.Len(t, before.Status.ContainerStatuses, 1)
+
+	n.StopKubelet(t)
+	assert.Zero(t, n.KubeletPID())
+	require.NoError(t, c.SetNodeUnknown(ctx, n.Name))
+	node, err := c.Admin.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.False(t, k8stest.NodeReady(node), "node NotReady once marked Unknown")
+	out, err := n.Ctr("tasks", "ls").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), strings.TrimPrefix(before.Status.ContainerStatuses[0].ContainerID, "containerd://"), "the container runs on without its kubelet")
+
+	n.StartKubelet(t)
+	node, err = c.Admin.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, k8stest.NodeReady(node))
+	gpus := node.Status.Allocatable[k8stest.GPUResource]
+	assert.Equal(t, int64(8), gpus.Value(), "GPUs after the kubelet's restart")
+	after := c.WaitPodPhase(t, "default", "long", corev1.PodRunning)
+	assert.Equal(t, before.Status.ContainerStatuses[0].ContainerID, after.Status.ContainerStatuses[0].ContainerID, "same container")
+	assert.Zero(t, after.Status.ContainerStatuses[0].RestartCount)
+
+	n.RestartContainerd(t)
+	_, err = c.Admin.CoreV1().Pods("default").Create(ctx, toolboxPod("after-restart", n.Name, corev1.RestartPolicyNever, "print:fine"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	c.WaitPodPhase(t, "default", "after-restart", corev1.PodSucceeded)
+	c.WaitPodPhase(t, "default", "long", corev1.PodRunning)
+	logs, err := c.Admin.CoreV1().Pods("default").GetLogs("long", &corev1.PodLogOptions{}).DoRaw(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "up\n", string(logs))
+}
