@@ -245,7 +245,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
 		writeError(w, errorf(http.StatusMethodNotAllowed, "method %s is not allowed on %s: use %s", r.Method, r.URL.Path, allow))
 	case http.StatusNotFound:
-		writeError(w, errorf(http.StatusNotFound, "no endpoint %s %s: the API lives under /v1 (see the coordinator's README)", r.Method, r.URL.Path))
+		writeError(w, errorf(http.StatusNotFound, "no endpoint %s %s: the API lives under /v1 (see coordinator/README.md, \"The HTTP API\")", r.Method, r.URL.Path))
 	default:
 		for k, v := range rec.header {
 			w.Header()[k] = v

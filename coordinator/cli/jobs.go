@@ -23,7 +23,7 @@ func jobCommand() *cli.Command {
 				Name:      "submit",
 				Usage:     "submit a job spec",
 				UsageText: "coordinator job submit -f FILE [--wait] [--request-id ID]",
-				Description: "Submits the job in FILE (see README.md, \"A job\"). A retry with the same --request-id\n" +
+				Description: "Submits the job in FILE (see README.md, \"Jobs\"). A retry with the same --request-id\n" +
 					"returns the job the first try created; without one, a random ID is used for this\n" +
 					"command's own retries. --wait follows the job until it runs or ends.",
 				Flags: []cli.Flag{
