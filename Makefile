@@ -16,7 +16,7 @@ build: deps deps-cache
 	$(GO) build -o bin/coordinator ./coordinator
 	$(GO) build -o bin/atom ./atom
 
-test: deps deps-mpi deps-cache deps-etcd k8s-tools deps-spark
+test: deps deps-mpi deps-cache deps-etcd deps-node k8s-tools deps-spark
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
 
@@ -82,8 +82,24 @@ deps-etcd:
 k8s-tools:
 	@GO=$(GO) ./test/k8s/tools/build.sh >/dev/null
 
+# The real node of the Kubernetes tests (k8stest.AddRealNode): a kubelet,
+# which k8s-tools builds, on Debian's containerd 1.6, runc and CNI plugins
+# (bridge, host-local, loopback, portmap), with iproute2 and iptables.
+# apt-get install when one is missing, apt-get update only if that fails.
+.PHONY: deps-node
+NODE_PKGS := containerd runc containernetworking-plugins iproute2 iptables
+deps-node:
+	@if ! command -v containerd >/dev/null 2>&1 || ! command -v containerd-shim-runc-v2 >/dev/null 2>&1 || \
+	    ! command -v ctr >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1 || [ ! -x /usr/lib/cni/bridge ] || \
+	    [ ! -x /usr/lib/cni/host-local ] || [ ! -x /usr/lib/cni/loopback ] || [ ! -x /usr/lib/cni/portmap ] || \
+	    ! command -v ip >/dev/null 2>&1 || ! command -v iptables >/dev/null 2>&1; then \
+		echo "installing the real node's runtime: apt-get install -y $(NODE_PKGS)"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y $(NODE_PKGS) || \
+		{ $(SUDO) apt-get -o DPkg::Lock::Timeout=300 update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y $(NODE_PKGS); }; \
+	fi
+
 # Only the tests against the real API server.
-test-k8s: deps deps-etcd k8s-tools
+test-k8s: deps deps-etcd deps-node k8s-tools
 	$(GO) test -race -count=1 -v ./test/k8s/...
 
 # atom vs kube-scheduler on the same kind of cluster (200 kwok nodes of 8
