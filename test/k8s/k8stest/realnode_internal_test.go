@@ -182,15 +182,19 @@ func TestRealNodeAfterKilledRun(t *testing.T) {
 	assert.NotZero(t, left.KubepodsCgrps, "kubepods cgroups")
 	assert.True(t, slices.ContainsFunc(left.Processes, func(p string) bool { return strings.Contains(p, "containerd-shim-runc-v2") }), "a shim runs on: %v", left.Processes)
 
-	// The next run cleans up and works.
+	// The next run cleans up and works, with an image imported under a
+	// name of the test's choosing.
 	c := Start(t, Options{})
 	n := c.AddRealNode(t, RealNodeOptions{Name: "next"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	archive, err := programImage(ctx, "toolbox", ToolboxImage, toolboxSource)
+	require.NoError(t, err)
+	n.ImportImage(t, archive, "example.test/renamed:v2")
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "fine"},
 		Spec: corev1.PodSpec{NodeName: n.Name, RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-			Name: "main", Image: ToolboxImage, ImagePullPolicy: corev1.PullNever, Args: []string{"print:fine"},
+			Name: "main", Image: "example.test/renamed:v2", ImagePullPolicy: corev1.PullNever, Args: []string{"print:fine"},
 		}}},
 	}
 	_, err = c.Admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
