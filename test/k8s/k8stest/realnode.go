@@ -536,6 +536,9 @@ func (n *RealNode) StartKubelet(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if pid := n.KubeletPID(); pid != 0 {
+		t.Fatalf("real node %s: StartKubelet: the kubelet (pid %d) runs: StopKubelet first", n.Name, pid)
+	}
 	start := time.Now()
 	err := n.startKubelet(ctx)
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -145,11 +146,15 @@ func TestRealNodeAfterKilledRun(t *testing.T) {
 	child.Stderr = child.Stdout
 	require.NoError(t, child.Start())
 	ready := make(chan []string, 1)
+	var mu sync.Mutex
 	var childLog strings.Builder
+	logged := func() string { mu.Lock(); defer mu.Unlock(); return childLog.String() }
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			mu.Lock()
 			childLog.WriteString(sc.Text() + "\n")
+			mu.Unlock()
 			if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "REALNODE-CHILD-READY" {
 				ready <- f[1:]
 			}
@@ -161,7 +166,7 @@ func TestRealNodeAfterKilledRun(t *testing.T) {
 	case dirs = <-ready:
 	case <-time.After(10 * time.Minute):
 	}
-	require.Len(t, dirs, 2, "the child run did not start its real node: %s", childLog.String())
+	require.Len(t, dirs, 2, "the child run did not start its real node: %s", logged())
 	t.Cleanup(func() { os.RemoveAll(dirs[0]) }) // its control plane's, on /dev/shm
 	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
 	_ = child.Wait()
