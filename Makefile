@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s bench-k8s demo gpu-check deps-cache bench-fuse chaos deps-spark
+.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s bench-k8s demo gpu-check deps-cache bench-fuse chaos deps-spark images deps-images
 
 all: build
 
@@ -16,7 +16,7 @@ build: deps deps-cache
 	$(GO) build -o bin/coordinator ./coordinator
 	$(GO) build -o bin/atom ./atom
 
-test: deps deps-mpi deps-cache deps-etcd deps-node k8s-tools deps-spark
+test: deps deps-mpi deps-cache deps-etcd deps-node k8s-tools deps-spark deps-images
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
 
@@ -180,3 +180,24 @@ demo: deps deps-mpi deps-cache
 	$(GO) build -o bin/atom-demo-web ./test/demo/web
 	$(GO) build -o bin/atom-demo ./test/demo/cmd/demo
 	./bin/atom-demo --bin bin
+
+# The images of images/ (cpu, openmpi on Debian, spark, coordinator) built
+# without a Docker engine: Debian's buildah from the same Dockerfiles, on a
+# debian:bookworm-slim made here with debootstrap, with atom and the
+# coordinator built by the host's Go (images/build.sh; images/README.md).
+# OCI archives, named localhost/atom/NAME:dev, go to
+# ${XDG_CACHE_HOME:-$HOME/.cache}/atom/images/NAME.oci.tar, for
+# `ctr -n k8s.io images import`; one key=value line per image. Unchanged
+# images are not built again. IMAGES picks some (make images IMAGES=cpu).
+IMAGES ?=
+images: build deps-images
+	$(SUDO) env GO="$$(command -v $(GO))" PATH="$$PATH" HOME="$$HOME" XDG_CACHE_HOME="$(XDG_CACHE_HOME)" ./images/build.sh $(IMAGES)
+
+# buildah and debootstrap for make images, when one is missing (apt-get
+# update only if the install fails).
+deps-images:
+	@if ! command -v buildah >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; then \
+		echo "installing buildah and debootstrap: apt-get install -y buildah debootstrap"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y buildah debootstrap || \
+		{ $(SUDO) apt-get -o DPkg::Lock::Timeout=300 update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y buildah debootstrap; }; \
+	fi

@@ -1,10 +1,10 @@
 #!/bin/sh
 # /app/atom in the Spark image: atom itself (/app/atom-agent), except for
 # the Pods Spark's Kubernetes backend creates on its own: their container
-# gets only Spark's arguments (executor; driver, driver-py or driver-r in
-# cluster mode) and expects the image's entrypoint to be Spark's, so those
-# go to Spark's /opt/entrypoint.sh, as in apache/spark.
+# gets only Spark's arguments (executor; driver in cluster mode) and
+# expects the image's entrypoint to be Spark's, so those go to
+# /opt/entrypoint.sh (images/spark/entrypoint.sh), as in apache/spark.
 case "${1:-}" in
-driver | driver-py | driver-r | executor) exec /opt/entrypoint.sh "$@" ;;
+driver | executor) exec /opt/entrypoint.sh "$@" ;;
 esac
 exec /app/atom-agent "$@"
