@@ -336,12 +336,11 @@ build_image() {
 	df=images/$name/Dockerfile
 	key=$(cd "$root" && image_key "$name")
 	if [ ! -s "$archive" ] || [ "$(cat "$cache/$name.key" 2>/dev/null)" != "$key" ]; then
-		local old opts=()
+		local opts=()
 		mapfile -t opts < <(build_args "$name")
 		if [ "$name" = spark ] && [ -n "$pip_home" ]; then
 			opts+=(--volume "$pip_home:/root")
 		fi
-		old=$(bh inspect --type image --format '{{.FromImageID}}' "$ref" 2>/dev/null || true)
 		log "building $ref from $df (log: $cache/$name.log)"
 		if ! (cd "$root" && bh bud --pull-never --isolation chroot --layers --force-rm \
 			-f "$df" "${opts[@]}" -t "$ref" . >"$cache/$name.log" 2>&1); then
@@ -353,12 +352,8 @@ build_image() {
 			die "$name: buildah push to $archive failed"
 		mv "$archive.tmp" "$archive"
 		echo "$key" >"$cache/$name.key"
-		# The image this one replaced, if nothing else names it (its
-		# layers stay while --layers' cache uses them).
-		if [ -n "$old" ] && [ "$old" != "$(bh inspect --type image --format '{{.FromImageID}}' "$ref")" ]; then
-			bh rmi "$old" >/dev/null 2>&1 || true
-		fi
 		built=true
+		pruned=false
 	fi
 	printf 'image=%s archive=%s built=%s seconds=%s bytes=%s\n' "$ref" "$archive" "$built" "$(since "$t0")" "$(stat -c %s "$archive")"
 }
@@ -366,7 +361,11 @@ build_image() {
 t_all=$(now)
 build_binaries
 ensure_base
+pruned=true
 for n in "${names[@]}"; do
 	build_image "$n"
 done
+# What no image or build step uses any more (images replaced by this
+# run, the binaries' scratch stages); the steps --layers reuses stay.
+$pruned || bh rmi --prune >/dev/null 2>&1 || true
 log "done in $(since "$t_all")s"
