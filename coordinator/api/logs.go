@@ -70,7 +70,7 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 			rc, err = s.awaitLog(r, t.ID)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintln(w, "(no output kept: the server that ran it is down, or it wrote none)")
+			fmt.Fprintf(w, "(no output kept: %s)\n", noOutput(err))
 			continue
 		}
 		if err != nil {
@@ -101,6 +101,15 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 		rc.Close()
 	}
 	return 0, nil, nil
+}
+
+// noOutput says why a task has no output to show: what err (which wraps
+// fs.ErrNotExist) says, or, when it says no more, where output is kept.
+func noOutput(err error) string {
+	if err == fs.ErrNotExist {
+		return "the server that ran it is down, or it wrote none"
+	}
+	return strings.TrimSuffix(err.Error(), ": "+fs.ErrNotExist.Error())
 }
 
 // follow copies rc to w as it grows until the task ends or the client

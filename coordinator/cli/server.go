@@ -17,6 +17,7 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/daemon"
+	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -51,6 +52,7 @@ func commonServerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "kube-image", Usage: "kubernetes clusters: image of task Pods whose job names none, with /app/atom as entrypoint (a cluster's image: overrides it)"},
 		&cli.BoolFlag{Name: "kube-heartbeat-pods", Usage: "kubernetes clusters: the coordinator heartbeats for every Running task Pod, for clusters where no atom runs in them (kwok's); a cluster's heartbeatPods: true sets it for that one"},
 		&cli.IntFlag{Name: "kube-qps", Value: daemon.DefaultKubeQPS, Usage: fmt.Sprintf("kubernetes clusters: requests per second each cluster's client may send (1-%d; a cluster's qps: overrides it)", structs.MaxKubeQPS)},
+		&cli.DurationFlag{Name: "kube-keep-finished", Value: kube.DefaultKeepFinished, Usage: "kubernetes clusters: how long a task's finished Pod is kept, for job logs to read its container log (0 deletes it at once; the cluster's log shipping keeps output for longer)"},
 		&cli.IntFlag{Name: "kube-burst", Value: daemon.DefaultKubeBurst, Usage: fmt.Sprintf("kubernetes clusters: requests each cluster's client may send in a burst above --kube-qps (1-%d; a cluster's burst: overrides it)", structs.MaxKubeBurst)},
 	}
 }
@@ -68,7 +70,14 @@ func kubeFlags(c *cli.Context, cfg *daemon.Config) error {
 	if burst < 1 || burst > structs.MaxKubeBurst {
 		return usagef("--kube-burst %d: use a number of requests from 1 to %d", burst, structs.MaxKubeBurst)
 	}
-	cfg.KubeImage, cfg.KubeHeartbeatPods, cfg.KubeQPS, cfg.KubeBurst = image, c.Bool("kube-heartbeat-pods"), qps, burst
+	keep := c.Duration("kube-keep-finished")
+	if keep < 0 {
+		return usagef("--kube-keep-finished %s: use a duration of 0 (delete at once) or more, such as 1h", keep)
+	}
+	if keep == 0 {
+		keep = -1 // kube.Config: negative deletes at once
+	}
+	cfg.KubeImage, cfg.KubeHeartbeatPods, cfg.KubeQPS, cfg.KubeBurst, cfg.KubeKeepFinished = image, c.Bool("kube-heartbeat-pods"), qps, burst, keep
 	return nil
 }
 

@@ -84,7 +84,10 @@ type Config struct {
 	// before the tasks on it are declared lost (0: kube.DefaultNodeGrace);
 	// KubeSweep how often the leader looks (0: kube.DefaultSweep).
 	KubeNodeGrace, KubeSweep time.Duration
-	Logger                   *slog.Logger
+	// KubeKeepFinished is how long a task's finished Pod is kept for
+	// `job logs` (0: kube.DefaultKeepFinished; negative: deleted at once).
+	KubeKeepFinished time.Duration
+	Logger           *slog.Logger
 }
 
 // Daemon is a running coordinator process.
@@ -199,7 +202,7 @@ func Start(cfg Config) (*Daemon, error) {
 	fw.internal(mux)
 	probes(mux, srv)
 	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
-	mux.Handle("/", &freshReads{f: fw, next: api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, cfg.Server.ID), Volumes: volumesOf(be),
+	mux.Handle("/", &freshReads{f: fw, next: api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, be, cfg.Server.ID), Volumes: volumesOf(be),
 		PodTokens: podTokensOf(be)})})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cmp.Or(cfg.HTTPReadTimeout, time.Minute), IdleTimeout: cmp.Or(cfg.HTTPIdleTimeout, 2*time.Minute),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -114,6 +115,20 @@ func (n noKube) err(id structs.TaskID) error {
 func (n noKube) Start(t *structs.Task, _ *structs.Job, _ string) error { return n.err(t.ID) }
 
 func (n noKube) Stop(id structs.TaskID, _ time.Duration) error { return n.err(id) }
+
+// kubeLogs opens the container log of task id when it runs on a
+// kubernetes cluster: ok is false for a task of any other cluster (its
+// output is a local backend's file).
+func (r *router) kubeLogs(id structs.TaskID, follow bool) (rc io.ReadCloser, ok bool, err error) {
+	switch b := r.backendFor("", id).(type) {
+	case *kube.Backend:
+		rc, err = b.Logs(id, follow)
+		return rc, true, err
+	case noKube:
+		return nil, true, fmt.Errorf("%w: its log is read through the cluster's API server", b.err(id))
+	}
+	return nil, false, nil
+}
 
 // warnNoKube logs, each term of leadership, the kubernetes clusters of the
 // state that this server has no client for: their tasks are not started
@@ -253,7 +268,7 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 				srv.Read(func(s *state.State) { tok = s.Tokens[id] })
 				return tok
 			},
-			NodeGrace: cfg.KubeNodeGrace, Sweep: cfg.KubeSweep, Leader: srv.IsLeader,
+			NodeGrace: cfg.KubeNodeGrace, Sweep: cfg.KubeSweep, KeepFinished: cfg.KubeKeepFinished, Leader: srv.IsLeader,
 			LeadingSince: srv.LeadingSince, HeartbeatTTL: srv.HeartbeatTTL(),
 			Gang: func(t *structs.Task) ([]structs.TaskID, bool) { return gangOf(srv, t) },
 			Task: func(id structs.TaskID) (tok string, live bool) {

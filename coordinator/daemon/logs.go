@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/local"
+	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -29,11 +30,18 @@ func localLog(run *local.Backend, id structs.TaskID) (io.ReadCloser, error) {
 	return os.Open(p)
 }
 
-// logSource opens a task's output here or, failing that, on the first
-// other server that has it. With follow, a remote stream lasts until the
-// task ends there.
-func (f *forwarder) logSource(run *local.Backend, self string) func(structs.TaskID, bool) (io.ReadCloser, error) {
+// logSource opens a task's output: a task on a kubernetes cluster's
+// container log through its API server; else the task's output file here
+// or, failing that, on the first other server that has it. With follow, a
+// stream lasts until the task ends.
+func (f *forwarder) logSource(run *local.Backend, be server.Backend, self string) func(structs.TaskID, bool) (io.ReadCloser, error) {
+	r, _ := be.(*router)
 	return func(id structs.TaskID, follow bool) (io.ReadCloser, error) {
+		if r != nil {
+			if rc, ok, err := r.kubeLogs(id, follow); ok {
+				return rc, err
+			}
+		}
 		rc, err := localLog(run, id)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return rc, err

@@ -8,9 +8,11 @@
 //	server ──Stop(task, grace)────────▶ delete Pod (grace)
 //	atom in the Pod ──its bound token─▶ ReviewPodToken (TokenReview): the allocation token for it
 //	Pod informer ──phase changes──────▶ Heartbeater: Running, Succeeded/Failed (exit code), Lost (deleted or
-//	                                    evicted outside atom); a finished Pod is deleted once its end is committed
+//	                                    evicted outside atom); a finished Pod is kept KeepFinished for its log
+//	job logs ─────────────────────────▶ the Pod log endpoint (logs.go)
 //	Node informer ──not Ready > grace─▶ its tasks Lost, their Pods deleted (leader)
 //	sweep (leader) ───────────────────▶ Pods of tasks the state does not know, or knows ended, deleted
+//	                                    (a finished one once KeepFinished has passed)
 //	NodeSync (leader) ──Node objects──▶ NodeUpsert / NodeRemove commands
 //
 // Start is the same from any server (the Pod's name comes from the task):
@@ -142,6 +144,12 @@ type Config struct {
 	// (ErrImagePull, ImagePullBackOff) before its task is lost saying so;
 	// 0 means DefaultImagePullGrace.
 	ImagePullGrace time.Duration
+	// KeepFinished is how long a task's finished Pod is kept once the
+	// task's end is committed, for `coordinator job logs` to read its
+	// container log; 0 means DefaultKeepFinished, a negative value
+	// deletes it at once. A Pod is deleted sooner when the state forgets
+	// its task.
+	KeepFinished time.Duration
 
 	// Executor, on the leader, takes the unbound Spark executor Pod req
 	// names (scenario C25): it records it as a task of its job within the
@@ -193,6 +201,7 @@ type Backend struct {
 	listErrs     listErrors              // the informers' last list and watch errors (syncerr.go)
 	foreignExecs foreignExecs            // executor Pods of other atom clusters' drivers (executors_foreign.go)
 	pullSince    map[types.UID]time.Time // Pods failing to pull their image, since when (starting.go; guarded by mu)
+	endedSeen    map[types.UID]time.Time // Pods of ended tasks the sweep keeps, first seen when (logs.go; guarded by mu)
 }
 
 // New starts the backend's Pod informer (Pods labelled
@@ -226,11 +235,14 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	if cfg.ImagePullGrace <= 0 {
 		cfg.ImagePullGrace = DefaultImagePullGrace
 	}
+	if cfg.KeepFinished == 0 {
+		cfg.KeepFinished = DefaultKeepFinished
+	}
 	b := &Backend{cfg: cfg, hb: hb, log: cfg.Log.With("cluster", cfg.Cluster), stopCh: make(chan struct{}),
 		tokens: map[structs.TaskID]string{}, stopped: map[structs.TaskID]bool{}, reported: map[structs.TaskID]structs.TaskState{},
 		unbound: map[structs.TaskID]structs.NodeID{}, boundIDs: map[structs.TaskID]bool{}, notReady: map[string]time.Time{},
 		execPods: map[structs.TaskID]string{}, execWhy: map[types.UID]string{}, execKick: make(chan struct{}, 1),
-		pullSince: map[types.UID]time.Time{}}
+		pullSince: map[types.UID]time.Time{}, endedSeen: map[types.UID]time.Time{}}
 	sel := LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(cfg.Cluster))
 	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))

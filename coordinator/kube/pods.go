@@ -67,8 +67,11 @@ func (b *Backend) note(id structs.TaskID, p *corev1.Pod, ev state.TaskEvent, ok,
 					b.reported[id] = last // the next change or resync tries again
 				}
 				b.mu.Unlock()
-			} else if ended(ev.State) && !deleted {
-				// Its end is committed: the Pod has nothing more to say.
+			} else if ended(ev.State) && !deleted && (b.cfg.KeepFinished < 0 || !podFinished(p)) {
+				// Its end is committed and it has no log worth keeping
+				// (or none is kept): the Pod has nothing more to say. A
+				// finished one is the sweep's to delete, once its log
+				// has been kept for KeepFinished.
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				b.forceDelete(ctx, id)
 				cancel()

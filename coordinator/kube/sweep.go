@@ -38,7 +38,9 @@ func (b *Backend) sweepLoop() {
 //     nodegrace.go), is reported Lost, and its Pod deleted at once (its
 //     kubelet is not there to stop it gracefully);
 //   - a Pod of a task the state does not know, knows ended, or knows with
-//     another allocation is deleted (with the stop grace while it runs).
+//     another allocation is deleted (with the stop grace while it runs);
+//     one of a task known ended is first kept a while (keepEnded: a
+//     finished one KeepFinished, for its log).
 func (b *Backend) Sweep() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -73,6 +75,9 @@ func (b *Backend) Sweep() {
 		tok, live := b.cfg.Task(id)
 		if tok != "" && live && (p.Annotations[AnnotationAlloc] == "" || p.Annotations[AnnotationAlloc] == allocHash(tok)) {
 			continue
+		}
+		if tok != "" && !live && b.keepEnded(p, now) {
+			continue // its log is kept for job logs (logs.go)
 		}
 		b.orphan(ctx, id, p, tok != "" && live)
 	}

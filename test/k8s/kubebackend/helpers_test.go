@@ -48,6 +48,10 @@ type coordinator struct {
 	log *testlog.Buffer // everything the server logged
 }
 
+// keepFinished is how long the tests' coordinators keep a finished Pod for
+// its log: long enough to see it kept, short enough to see it go.
+const keepFinished = 3 * time.Second
+
 // startCoordinator starts a one-server coordinator whose clusters are the
 // given kubernetes clusters (by name), heartbeating for their Pods (no
 // atom runs in kwok's), with ttl as the heartbeat TTL and grace as the
@@ -70,7 +74,7 @@ func startCoordinator(t *testing.T, ttl, grace time.Duration, clusters map[strin
 	}
 	logs := &testlog.Buffer{}
 	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tf, KubeImage: "atom/cpu:test", KubeHeartbeatPods: true,
-		KubeNodeGrace: grace, KubeSweep: 200 * time.Millisecond,
+		KubeNodeGrace: grace, KubeSweep: 200 * time.Millisecond, KubeKeepFinished: keepFinished,
 		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Cluster: cc}
 	cfg.Server = server.Config{ID: "s1", RaftAddr: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true,

@@ -17,7 +17,7 @@ import (
 )
 
 // TestLifecycle: a coordinator server against a real API server deletes
-// a task's Pod once its end is committed, deletes atom's Pods
+// a task's Pod once its end is committed (a finished one once kept for its log), deletes atom's Pods
 // whose task it does not know, declares the tasks of a node NotReady past
 // its grace lost and places the service replica again on another node, and
 // notices a Pod deleted by hand.
@@ -48,10 +48,12 @@ func TestLifecycle(t *testing.T) {
 		assert.Equal(t, structs.JobFailed, j.State)
 		assert.Equal(t, "replica 0 failed with exit code 3: Error", j.Reason)
 		assert.Equal(t, 3, tasks[0].ExitCode)
+		_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err, "the finished Pod is kept a while for its log")
 		require.Eventually(t, func() bool {
 			_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
-		}, 20*time.Second, 50*time.Millisecond, "the finished Pod is deleted")
+		}, 20*time.Second, 50*time.Millisecond, "the finished Pod is deleted once kept %s", keepFinished)
 	})
 
 	t.Run("orphans", func(t *testing.T) {
