@@ -202,6 +202,8 @@ type Backend struct {
 	foreignExecs foreignExecs            // executor Pods of other atom clusters' drivers (executors_foreign.go)
 	pullSince    map[types.UID]time.Time // Pods failing to pull their image, since when (starting.go; guarded by mu)
 	endedSeen    map[types.UID]time.Time // Pods of ended tasks the sweep keeps, first seen when (logs.go; guarded by mu)
+	readmitting  map[types.UID]bool      // Pods refused at admission, being made again (admission.go; guarded by mu)
+	refusedSince map[structs.TaskID]time.Time
 }
 
 // New starts the backend's Pod informer (Pods labelled
@@ -242,7 +244,8 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 		tokens: map[structs.TaskID]string{}, stopped: map[structs.TaskID]bool{}, reported: map[structs.TaskID]structs.TaskState{},
 		unbound: map[structs.TaskID]structs.NodeID{}, boundIDs: map[structs.TaskID]bool{}, notReady: map[string]time.Time{},
 		execPods: map[structs.TaskID]string{}, execWhy: map[types.UID]string{}, execKick: make(chan struct{}, 1),
-		pullSince: map[types.UID]time.Time{}, endedSeen: map[types.UID]time.Time{}}
+		pullSince: map[types.UID]time.Time{}, endedSeen: map[types.UID]time.Time{},
+		readmitting: map[types.UID]bool{}, refusedSince: map[structs.TaskID]time.Time{}}
 	sel := LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(cfg.Cluster))
 	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))

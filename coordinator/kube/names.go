@@ -27,6 +27,13 @@ const (
 	// and so its Pod name, not its token).
 	AnnotationNode  = "atom.io/node"
 	AnnotationAlloc = "atom.io/allocation"
+	// AnnotationSimulatedGPUs "true" on a Node: its GPUs are fake (no
+	// devices, nvidia.com/gpu patched into its status, as on test nodes),
+	// and atom in its Pods checks them in simulated mode;
+	// AnnotationSimulatedGPUFaults lists simulated faults for it to find
+	// (INDEX:ecc or INDEX:retired-pages, comma-separated).
+	AnnotationSimulatedGPUs      = "atom.io/simulated-gpus"
+	AnnotationSimulatedGPUFaults = "atom.io/simulated-gpu-faults"
 
 	// PoolLabel on a Node puts it in that atom pool ("" or absent: public).
 	PoolLabel = "atom.io/pool"

@@ -23,7 +23,9 @@ import (
 //	deleted after Stop             → Failed (137 unless the container said otherwise)
 //	deleted otherwise, not ended   → Lost ("deleted outside atom")
 //
-// A Pod whose end was reported (committed) is deleted.
+// A Pod refused by its kubelet at admission is made again for a while
+// first (admission.go). A Pod whose end was reported (committed) is
+// deleted.
 // Events of an earlier allocation's Pod (a service replica placed again
 // keeps its task ID, so its Pod's name) are ignored.
 func (b *Backend) observe(o any, deleted bool) {
@@ -39,9 +41,26 @@ func (b *Backend) observe(o any, deleted bool) {
 		delete(b.pullSince, p.UID) // starting.go
 		b.mu.Unlock()
 	}
+	b.mu.Lock()
+	remade := b.readmitting[p.UID]
+	if deleted {
+		delete(b.readmitting, p.UID)
+	}
+	b.mu.Unlock()
+	if remade {
+		return // refused at admission, made again (admission.go)
+	}
 	id := structs.TaskID(p.Annotations[LabelTask])
 	if id == "" || !b.current(id, p) {
 		return
+	}
+	if !deleted && refusedAtAdmission(p) && b.readmit(id, p) {
+		return
+	}
+	if p.Status.Phase == corev1.PodRunning {
+		b.mu.Lock()
+		delete(b.refusedSince, id)
+		b.mu.Unlock()
 	}
 	ev, ok := b.eventFor(id, p, deleted)
 	b.note(id, p, ev, ok, deleted)
@@ -85,6 +104,7 @@ func (b *Backend) note(id structs.TaskID, p *corev1.Pod, ev state.TaskEvent, ok,
 		delete(b.tokens, id)
 		delete(b.unbound, id)
 		delete(b.boundIDs, id)
+		delete(b.refusedSince, id)
 		b.mu.Unlock()
 	}
 }

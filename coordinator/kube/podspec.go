@@ -141,6 +141,7 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) ([]corev1.EnvVar, error) 
 	vals["ATOM_LAUNCH_LISTEN"] = "0.0.0.0:" + strconv.Itoa(LaunchPort)
 	vals["ATOM_POD_NAME"] = PodName(t.ID)
 	vals["ATOM_NAMESPACE"] = b.cfg.Namespace
+	maps.Copy(vals, b.simulatedGPUs(t.Node))
 	env := make([]corev1.EnvVar, 0, len(j.Env)+len(vals)+1)
 	for _, k := range slices.Sorted(maps.Keys(j.Env)) {
 		if _, atoms := vals[k]; !atoms && !strings.HasPrefix(k, "ATOM_") {
@@ -182,4 +183,26 @@ func fuseAccess(p *corev1.Pod) {
 		c.SecurityContext.Capabilities = &corev1.Capabilities{}
 	}
 	c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, "SYS_ADMIN")
+}
+
+// simulatedGPUs is the environment that puts atom's GPU checks in their
+// simulated mode on node, whose Node is annotated AnnotationSimulatedGPUs
+// "true" (a test node with fake nvidia.com/gpu capacity and no devices),
+// with the faults AnnotationSimulatedGPUFaults names: atom checks the
+// allocation against simulated accelerators, as on the local backend.
+// Nothing for any other node: atom asks NVML.
+func (b *Backend) simulatedGPUs(node structs.NodeID) map[string]string {
+	if b.nodes == nil {
+		return nil
+	}
+	o, ok, _ := b.nodes.GetStore().GetByKey(string(node))
+	n, _ := o.(*corev1.Node)
+	if !ok || n == nil || n.Annotations[AnnotationSimulatedGPUs] != "true" {
+		return nil
+	}
+	env := map[string]string{"ATOM_SIMULATED_GPUS": "true"}
+	if f := n.Annotations[AnnotationSimulatedGPUFaults]; f != "" {
+		env["ATOM_SIMULATED_GPU_FAULTS"] = f
+	}
+	return env
 }
