@@ -37,12 +37,14 @@ func Env(t *structs.Task, j *structs.Job, addr, token string) map[string]string 
 }
 
 // JobSpec is what ATOM_JOB_SPEC carries: the job as accepted, without its
-// status or its env (which the task has already).
+// status or its env (which the task has already). Its tolerations and
+// volumes are there for a spark driver, whose executor Pods get them.
 func JobSpec(j *structs.Job) *structs.Job {
 	return &structs.Job{ID: j.ID, Name: j.Name, Kind: j.Kind, Owner: j.Owner, Project: j.Project,
 		Priority: j.Priority, Image: j.Image, Command: j.Command, Args: j.Args, Replicas: j.Replicas,
 		Resources: j.Resources, MPI: j.MPI, Spark: j.Spark,
-		CacheMountPath: j.CacheMountPath, Datasets: j.Datasets}
+		CacheMountPath: j.CacheMountPath, Datasets: j.Datasets,
+		Tolerations: j.Tolerations, Volumes: j.Volumes}
 }
 
 // CacheEnv is the dataset cache environment of a task of j on a cluster

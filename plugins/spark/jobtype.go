@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,11 +55,29 @@ func OnKubernetes(env map[string]string) bool {
 	return env["ATOM_NAMESPACE"] != "" || env["ATOM_KUBERNETES_API"] != ""
 }
 
+// APIServerOf returns the API server's URL as the driver's Pod reaches
+// it: ATOM_KUBERNETES_API when the image sets it; else the `kubernetes`
+// Service's address, KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT,
+// which the kubelet gives every container (client-go's in-cluster
+// configuration reads the same), so no cluster DNS is needed; else ""
+// (Command's DefaultAPIServer, through DNS).
+func APIServerOf(env map[string]string) string {
+	if api := env["ATOM_KUBERNETES_API"]; api != "" {
+		return api
+	}
+	host, port := env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]
+	if host == "" || port == "" {
+		return ""
+	}
+	return "https://" + net.JoinHostPort(host, port)
+}
+
 // Prepare implements plugin.JobType: the driver's spark-submit line. A
 // driver with GPUs first gets its discovery script (WriteDiscoveryScript,
-// in TMPDIR). On Kubernetes (OnKubernetes) the line is Command's, with the
-// driver's pod IP filled in (atom runs the line itself, so no Kubernetes
-// expands $(ATOM_POD_IP) for it), and for a job with tolerations the
+// in TMPDIR). On Kubernetes (OnKubernetes) the line is Command's, against
+// the API server APIServerOf finds, with the driver's pod IP filled in
+// (atom runs the line itself, so no Kubernetes expands $(ATOM_POD_IP) for
+// it), and for a job with tolerations the
 // executor pod template (ExecutorPodTemplate) is written first, to
 // ExecutorPodTemplatePath. Elsewhere (the local backend) it is
 // LocalCommand's, run by the spark-submit FindSparkSubmit finds, with
@@ -89,7 +108,7 @@ func (jt JobType) Prepare(_ context.Context, _ string, t plugin.Task) (plugin.Ex
 	if ns == "" {
 		ns = j.Spark.Namespace
 	}
-	in := Input{Job: &j, DriverPod: pod, Namespace: ns, APIServer: t.Env["ATOM_KUBERNETES_API"], Driver: d}
+	in := Input{Job: &j, DriverPod: pod, Namespace: ns, APIServer: APIServerOf(t.Env), Driver: d}
 	tmpl, err := ExecutorPodTemplate(&j)
 	if err != nil {
 		return plugin.Exec{}, err

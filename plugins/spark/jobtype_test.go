@@ -201,3 +201,33 @@ func TestPrepareLocal(t *testing.T) {
 	_, err = spark.JobType{Log: &log}.Prepare(context.Background(), "v1", gpuTask)
 	assert.EqualError(t, err, `the driver has GPUs and atom's binary is unknown (ATOM_BIN ""): atom sets it to itself, the GPU discovery script Spark runs (atom gpus --spark)`)
 }
+
+// The driver reaches the API server where its Pod's environment says: an
+// image's ATOM_KUBERNETES_API, else the kubernetes Service the kubelet
+// names (no cluster DNS needed), else the Service's DNS name.
+func TestAPIServerOf(t *testing.T) {
+	svc := map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+	assert.Equal(t, "https://10.96.0.1:443", spark.APIServerOf(svc))
+	assert.Equal(t, "https://[fd00::1]:6443", spark.APIServerOf(map[string]string{"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "6443"}))
+	assert.Equal(t, "https://api.example:6443", spark.APIServerOf(map[string]string{"ATOM_KUBERNETES_API": "https://api.example:6443",
+		"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}))
+	assert.Equal(t, "", spark.APIServerOf(map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1"}))
+	assert.Equal(t, "", spark.APIServerOf(nil))
+
+	b, err := os.ReadFile("testdata/minimal.yaml")
+	require.NoError(t, err)
+	spec, err := structs.ParseJobSpec(b)
+	require.NoError(t, err)
+	j, err := spec.ToJob("u1")
+	require.NoError(t, err)
+	j.ID = "clean-lidar-x7k2p"
+	js, err := json.Marshal(j)
+	require.NoError(t, err)
+	env := map[string]string{"ATOM_NAMESPACE": "atom-jobs", "ATOM_POD_IP": "10.1.2.3"}
+	for k, v := range svc {
+		env[k] = v
+	}
+	ex, err := spark.New().Prepare(context.Background(), "v1", plugin.Task{ID: "clean-lidar-x7k2p-0-a1b2", JobJSON: js, Env: env})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"spark-submit", "--master", "k8s://https://10.96.0.1:443"}, ex.Argv[:3])
+}

@@ -10,6 +10,8 @@
 //     killed, preempted or cancelled driver leaves no executor behind
 //     (scenario C25);
 //   - carry the label atom.io/job=<job ID>;
+//   - mount the job's volumes (its PersistentVolumeClaims) where the
+//     driver's Pod does;
 //   - tolerate what the job tolerates (a NoExecute taint would evict them
 //     otherwise): a job with tolerations gets an executor pod template
 //     (ExecutorPodTemplate, spark.kubernetes.executor.podTemplateFile,
@@ -53,6 +55,12 @@ const (
 // JobLabel is the executor Pods' label naming their job.
 const JobLabel = "atom.io/job"
 
+// ExecutorVolumeConf starts the properties that mount a job's volume
+// (a PersistentVolumeClaim) in its executor Pods, followed by the
+// volume's name ("Running Spark on Kubernetes", Using Kubernetes
+// Volumes).
+const ExecutorVolumeConf = "spark.kubernetes.executor.volumes.persistentVolumeClaim."
+
 // Input is what Command needs beyond the job.
 type Input struct {
 	Job       *structs.Job // kind spark, with its ID and Spark section
@@ -77,9 +85,10 @@ type Input struct {
 
 // Command returns the spark-submit argv for in: options (the driver's
 // heap, --driver-memory, from its memory: see Driver), then --conf
-// properties in a fixed order (the driver's GPUs, atom's, executor node selectors by key,
-// the executor pod template of a job with tolerations, the spec's
-// sparkConf by key), then the application and its arguments.
+// properties in a fixed order (the driver's GPUs, atom's, executor node
+// selectors by key, the job's volumes in its executors, the executor pod
+// template of a job with tolerations, the spec's sparkConf by key), then
+// the application and its arguments.
 func Command(in Input) ([]string, error) {
 	in, err := in.withDefaults()
 	if err != nil {
@@ -136,6 +145,15 @@ func Command(in Input) ([]string, error) {
 	}
 	for _, k := range sortedKeys(e.NodeSelector) {
 		conf("spark.kubernetes.executor.node.selector."+k, e.NodeSelector[k])
+	}
+	for _, v := range j.Volumes {
+		// The job's claims, mounted in the driver's Pod by the backend,
+		// in every executor too: executors read the job's input and
+		// write its output.
+		pre := ExecutorVolumeConf + v.Name + "."
+		conf(pre+"mount.path", v.MountPath)
+		conf(pre+"mount.readOnly", strconv.FormatBool(v.ReadOnly))
+		conf(pre+"options.claimName", v.Claim)
 	}
 	if len(j.Tolerations) > 0 {
 		conf(ExecutorPodTemplateConf, in.ExecutorPodTemplateFile)
