@@ -83,6 +83,7 @@ func TestPodEnvPacked(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "j-0-ab12", packed["ATOM_TASK_ID"])
 	assert.Equal(t, p.Name, packed["ATOM_POD_NAME"])
+	assert.Equal(t, "img", packed["ATOM_IMAGE"], "the Pod's image, for a spark driver's executors")
 	assert.Contains(t, packed["ATOM_JOB_SPEC"], `"command":["sleep","1"]`)
 
 	job.Command = []string{"echo", strings.Repeat(`"`, 40<<10)} // 80 KiB as ATOM_JOB_SPEC, 160 packed

@@ -117,7 +117,8 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 
 // env is the container's environment: the job's own variables, then
 // atom's (TaskEnv without the token, ATOM_TOKEN_FILE instead, the Pod's
-// name and namespace, the launch server's address) in the one variable
+// name, namespace and image (ATOM_IMAGE: a spark driver's executors run
+// it), the launch server's address) in the one variable
 // structs.TaskEnvVar, which atom expands (one by one when packed they
 // would pass the limit of one variable: a job spec near it), and the
 // Pod's IP through the downward API. It fails only if a value cannot
@@ -141,6 +142,9 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) ([]corev1.EnvVar, error) 
 	vals["ATOM_LAUNCH_LISTEN"] = "0.0.0.0:" + strconv.Itoa(LaunchPort)
 	vals["ATOM_POD_NAME"] = PodName(t.ID)
 	vals["ATOM_NAMESPACE"] = b.cfg.Namespace
+	if vals["ATOM_IMAGE"] = j.Image; j.Image == "" {
+		vals["ATOM_IMAGE"] = b.cfg.Image
+	}
 	maps.Copy(vals, b.simulatedGPUs(t.Node))
 	env := make([]corev1.EnvVar, 0, len(j.Env)+len(vals)+1)
 	for _, k := range slices.Sorted(maps.Keys(j.Env)) {

@@ -108,7 +108,9 @@ func (jt JobType) Prepare(_ context.Context, _ string, t plugin.Task) (plugin.Ex
 	if ns == "" {
 		ns = j.Spark.Namespace
 	}
-	in := Input{Job: &j, DriverPod: pod, Namespace: ns, APIServer: APIServerOf(t.Env), Driver: d}
+	// The executors run the driver's image: the job's, or the cluster's
+	// default, which the backend names in ATOM_IMAGE.
+	in := Input{Job: &j, DriverPod: pod, Namespace: ns, APIServer: APIServerOf(t.Env), Image: t.Env["ATOM_IMAGE"], Driver: d}
 	tmpl, err := ExecutorPodTemplate(&j)
 	if err != nil {
 		return plugin.Exec{}, err

@@ -231,3 +231,26 @@ func TestAPIServerOf(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"spark-submit", "--master", "k8s://https://10.96.0.1:443"}, ex.Argv[:3])
 }
+
+// A job without an image runs the cluster's default, which the backend
+// names in ATOM_IMAGE: its executors run it too.
+func TestPrepareExecutorImage(t *testing.T) {
+	b, err := os.ReadFile("testdata/refuse-no-image.yaml")
+	require.NoError(t, err)
+	spec, err := structs.ParseJobSpec(b)
+	require.NoError(t, err)
+	j, err := spec.ToJob("u1")
+	require.NoError(t, err)
+	j.ID = "no-image-x7k2p"
+	js, err := json.Marshal(j)
+	require.NoError(t, err)
+	task := plugin.Task{ID: "no-image-x7k2p-0-a1b2", JobJSON: js,
+		Env: map[string]string{"ATOM_NAMESPACE": "atom-jobs", "ATOM_POD_IP": "10.1.2.3", "ATOM_IMAGE": "registry.local/atom/spark:4.3.0"}}
+	ex, err := spark.New().Prepare(context.Background(), "v1", task)
+	require.NoError(t, err)
+	assert.Contains(t, ex.Argv, "spark.kubernetes.container.image=registry.local/atom/spark:4.3.0")
+
+	delete(task.Env, "ATOM_IMAGE")
+	_, err = spark.New().Prepare(context.Background(), "v1", task)
+	assert.EqualError(t, err, `spark: executor image "" is not allowed: give the job an image`)
+}
