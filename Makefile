@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s bench-k8s demo gpu-check deps-cache bench-fuse chaos deps-spark images deps-images
+.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s bench-k8s demo gpu-check deps-cache bench-fuse chaos deps-spark images deps-images bench-node
 
 all: build
 
@@ -107,6 +107,15 @@ test-k8s: deps deps-etcd deps-node k8s-tools
 # side; key=value lines, the last k8s_speedup_vs_kube_scheduler (target >= 5).
 bench-k8s: deps deps-etcd k8s-tools
 	$(GO) run ./test/benchk8s
+
+# Task start on a real node (test/benchnode): a kubelet with containerd
+# and 24 fake GPUs, the cpu image imported, a one-server coordinator; 20
+# one-GPU services one after another, placement committed to atom
+# reporting Running, then the same Pods through kube-scheduler; key=value
+# lines, the last start_p50_s, start_p99_s (target <= 2) and
+# submit_to_running_p99_s. Runs as root; waits for the machine's real node.
+bench-node: deps deps-cache deps-etcd deps-node deps-images k8s-tools
+	$(GO) run ./test/benchnode
 
 # The dataset cache (pkg/cache, atom/internal/cachefs, atom cache): Redis
 # for its tests, fusermount (fuse3), and the FUSE 2 headers and library
