@@ -6,6 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/atom-sched/atom/coordinator/kube"
@@ -98,4 +101,15 @@ func TestPodEnvPacked(t *testing.T) {
 	assert.NotContains(t, names, structs.TaskEnvVar)
 	assert.Contains(t, names, "ATOM_JOB_SPEC")
 	assert.Contains(t, names, "ATOM_TASK_ID")
+}
+
+// TestNodeFuseResourceNotADevice: a FUSE device plugin's resource on a CPU
+// node does not make it a device node (CPU-only jobs still go there);
+// another extended resource does.
+func TestNodeFuseResourceNotADevice(t *testing.T) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), kube.FuseResource: resource.MustParse("110")}}}
+	assert.Empty(t, kube.NodeFromK8s(n, "k8s").Capacity.Devices)
+	n.Status.Allocatable["example.com/camera"] = resource.MustParse("2")
+	assert.Equal(t, map[string]int64{"example.com/camera": 2}, kube.NodeFromK8s(n, "k8s").Capacity.Devices)
 }

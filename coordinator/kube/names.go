@@ -43,6 +43,14 @@ const (
 	GPUResource   = "nvidia.com/gpu"
 	GPUModelLabel = "nvidia.com/gpu.product"
 
+	// FuseResource is the extended resource a FUSE device plugin on a
+	// node advertises for /dev/fuse (one unit per Pod that may mount): a
+	// Pod that mounts the dataset cache asks for one where its node has
+	// it, so the runtime gives the container the device and allows it in
+	// its device cgroup, which a hostPath /dev/fuse alone does not. It is
+	// not a device of atom's placement.
+	FuseResource = "atom.io/fuse"
+
 	// ContainerName is the name of the one container of a task's Pod.
 	ContainerName = "task"
 	// TokenAudience is the audience of the service-account token bound

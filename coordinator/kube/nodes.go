@@ -27,7 +27,8 @@ import (
 //   - capacity: allocatable cpu (millicores), memory (bytes) and
 //     nvidia.com/gpu (whole GPUs), the GPU model from the label
 //     nvidia.com/gpu.product; on a node without GPUs, the other extended
-//     resources (names with a '/', outside *kubernetes.io/) as devices;
+//     resources (names with a '/', outside *kubernetes.io/, but not
+//     FuseResource) as devices;
 //   - pool: the label atom.io/pool (absent: public);
 //   - tags: the node's labels; taints: its taints;
 //   - state: ready when condition Ready is True, not-ready otherwise
@@ -56,7 +57,7 @@ func NodeFromK8s(n *corev1.Node, cluster structs.ClusterID) *structs.Node {
 	if out.Capacity.Accels == 0 {
 		for name, q := range alloc {
 			k := string(name)
-			if k == GPUResource || !strings.Contains(k, "/") || strings.Contains(strings.SplitN(k, "/", 2)[0], "kubernetes.io") || q.Value() <= 0 {
+			if k == GPUResource || k == FuseResource || !strings.Contains(k, "/") || strings.Contains(strings.SplitN(k, "/", 2)[0], "kubernetes.io") || q.Value() <= 0 {
 				continue
 			}
 			if out.Capacity.Devices == nil {

@@ -110,7 +110,7 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 	p.Spec.Volumes = append(p.Spec.Volumes, vol)
 	p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, mount)
 	if j.CacheMountPath != "" && b.cfg.Redis != "" {
-		fuseAccess(p)
+		fuseAccess(p, b.nodeHas(t.Node, FuseResource))
 	}
 	return p, nil
 }
@@ -169,17 +169,33 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) ([]corev1.EnvVar, error) 
 	), nil
 }
 
-// fuseAccess lets atom mount the dataset cache in Pod p: the node's
-// /dev/fuse and CAP_SYS_ADMIN (mount(2)), as FUSE file systems in
-// unprivileged Pods need; nothing more (not privileged). Nodes whose
-// container runtime applies an AppArmor profile that forbids mount need
-// it relaxed for these Pods.
-func fuseAccess(p *corev1.Pod) {
-	dev := corev1.HostPathCharDev
-	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "fuse",
-		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/dev/fuse", Type: &dev}}})
+// fuseAccess lets atom mount the dataset cache in Pod p: /dev/fuse and
+// CAP_SYS_ADMIN (mount(2)), as FUSE file systems in unprivileged Pods
+// need; nothing more (not privileged). The device comes from the node's
+// FUSE device plugin (one FuseResource) when it has one (plugin): the
+// runtime then allows it in the container's device cgroup. Otherwise it is
+// the node's /dev/fuse by hostPath, which works only where the runtime
+// allows the device anyway (containerd with runc does not: atom then fails
+// saying so). Nodes whose container runtime applies an AppArmor
+// profile that forbids mount need it relaxed for these Pods.
+func fuseAccess(p *corev1.Pod, plugin bool) {
 	c := &p.Spec.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "fuse", MountPath: "/dev/fuse"})
+	if plugin {
+		one := *resource.NewQuantity(1, resource.DecimalSI)
+		if c.Resources.Requests == nil {
+			c.Resources.Requests = corev1.ResourceList{}
+		}
+		if c.Resources.Limits == nil {
+			c.Resources.Limits = corev1.ResourceList{}
+		}
+		c.Resources.Requests[FuseResource] = one
+		c.Resources.Limits[FuseResource] = one
+	} else {
+		dev := corev1.HostPathCharDev
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "fuse",
+			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/dev/fuse", Type: &dev}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "fuse", MountPath: "/dev/fuse"})
+	}
 	if c.SecurityContext == nil {
 		c.SecurityContext = &corev1.SecurityContext{}
 	}
@@ -187,6 +203,21 @@ func fuseAccess(p *corev1.Pod) {
 		c.SecurityContext.Capabilities = &corev1.Capabilities{}
 	}
 	c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, "SYS_ADMIN")
+}
+
+// nodeHas reports whether node's Node (as the informer has it) has
+// extended resource name allocatable.
+func (b *Backend) nodeHas(node structs.NodeID, name corev1.ResourceName) bool {
+	if b.nodes == nil {
+		return false
+	}
+	o, ok, _ := b.nodes.GetStore().GetByKey(string(node))
+	n, _ := o.(*corev1.Node)
+	if !ok || n == nil {
+		return false
+	}
+	q, ok := n.Status.Allocatable[name]
+	return ok && q.Value() > 0
 }
 
 // simulatedGPUs is the environment that puts atom's GPU checks in their

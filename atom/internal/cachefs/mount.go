@@ -51,6 +51,15 @@ func Mount(c *cache.Client, dir string, o Options) (*Mounted, error) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return nil, fmt.Errorf("mount the cache: /dev/fuse is missing: the container needs the device (and CAP_SYS_ADMIN), e.g. --device /dev/fuse")
 	}
+	// Present is not enough: a container's device cgroup may deny it (a
+	// hostPath /dev/fuse in a Pod), which libfuse reports only as EPERM.
+	if f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0); err != nil {
+		return nil, fmt.Errorf("mount the cache: cannot open /dev/fuse (%v): the container has the device file but may not use it: "+
+			"on Kubernetes, run a FUSE device plugin that advertises atom.io/fuse on the node (coordinator/README.md, the dataset cache in the Pod); "+
+			"with Docker, --device /dev/fuse", errors.Unwrap(err))
+	} else {
+		f.Close()
+	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("mount the cache at %s: %w", dir, err)
