@@ -23,6 +23,7 @@ import (
 type Server struct {
 	Addr string
 	Port int
+	host string
 	dir  string
 	cmd  *exec.Cmd
 	t    testing.TB
@@ -43,15 +44,30 @@ func RedisBinary(t testing.TB) string {
 // directory on a clean stop, so Restart keeps it.
 func StartRedis(t testing.TB) *Server {
 	t.Helper()
+	return StartRedisOn(t, "127.0.0.1", 0)
+}
+
+// StartRedisOn is StartRedis listening on host (an address of this
+// machine: only there, never on all addresses) and port (0: a free one).
+func StartRedisOn(t testing.TB, host string, port int) *Server {
+	t.Helper()
 	RedisBinary(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, dir: t.TempDir(), t: t}
+	if port == 0 {
+		port = FreePort(t, host)
+	}
+	s := &Server{Addr: net.JoinHostPort(host, strconv.Itoa(port)), Port: port, host: host, dir: t.TempDir(), t: t}
 	s.start()
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// FreePort is a TCP port free on host at the time of the call.
+func FreePort(t testing.TB, host string) int {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 func (s *Server) start() {
@@ -59,7 +75,7 @@ func (s *Server) start() {
 	log, err := os.Create(filepath.Join(s.dir, "redis.log"))
 	require.NoError(s.t, err)
 	defer log.Close()
-	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.Port), "--bind", s.host,
 		"--dir", s.dir, "--save", "3600 1", "--appendonly", "no", "--daemonize", "no",
 		"--protected-mode", "no", "--maxmemory", "0", "--loglevel", "warning")
 	s.cmd.Stdout, s.cmd.Stderr = log, log
