@@ -14,11 +14,7 @@ package spark
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
-	"math"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -27,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,6 +30,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/pkg/cache/cachetest"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/test/spark/lidar"
 )
 
 // sparkVersion is the pyspark `make deps-spark` pins (SPARK_VERSION): its
@@ -130,97 +126,20 @@ func startDev(t *testing.T, cluster string, nodes int) *client.Client {
 	return c
 }
 
-// point is one LiDAR return, as the input dataset stores it.
-type point struct {
-	X         float32 `parquet:"x"`
-	Y         float32 `parquet:"y"`
-	Z         float32 `parquet:"z"`
-	Intensity float32 `parquet:"intensity"`
-}
-
-// cleaned is a row of the cleaned output, as Spark writes it (nullable
-// columns).
-type cleaned struct {
-	X *float32 `parquet:"x,optional"`
-	Y *float32 `parquet:"y,optional"`
-	Z *float32 `parquet:"z,optional"`
-}
-
-// figures are what the test knows of a set of points: how many, and an
-// order-free checksum of their x, y, z (the sum of each point's FNV-1a).
-type figures struct {
-	Points int
-	Sum    uint64
-}
-
-func (f *figures) add(x, y, z float32) {
-	var b [12]byte
-	binary.LittleEndian.PutUint32(b[0:], math.Float32bits(x))
-	binary.LittleEndian.PutUint32(b[4:], math.Float32bits(y))
-	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(z))
-	h := fnv.New64a()
-	_, _ = h.Write(b[:])
-	f.Points++
-	f.Sum += h.Sum64()
-}
-
-// writePoints writes n deterministic points into files Parquet files in
-// dir and returns the figures of those a clean keeps (intensity > 0.1,
-// compared in double precision as Spark compares a float column with the
-// literal 0.1: float32(0.1) is kept). Every 1000th point has that
-// intensity exactly.
-func writePoints(t *testing.T, dir string, n, files int) figures {
+// writePoints writes the seed's point cloud (lidar.WritePoints) and
+// returns the figures of the points a clean keeps.
+func writePoints(t *testing.T, dir string, n, files int) lidar.Figures {
 	t.Helper()
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	rng := rand.New(rand.NewPCG(2024, 5))
-	var keep figures
-	per := n / files
-	for f := 0; f < files; f++ {
-		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%02d.parquet", f)))
-		require.NoError(t, err)
-		w := parquet.NewGenericWriter[point](out)
-		batch := make([]point, 0, 8192)
-		flush := func() {
-			_, err := w.Write(batch)
-			require.NoError(t, err)
-			batch = batch[:0]
-		}
-		for i := 0; i < per; i++ {
-			p := point{X: rng.Float32()*200 - 100, Y: rng.Float32()*200 - 100, Z: rng.Float32()*10 - 2, Intensity: rng.Float32()}
-			if (f*per+i)%1000 == 0 {
-				p.Intensity = 0.1
-			}
-			if float64(p.Intensity) > 0.1 {
-				keep.add(p.X, p.Y, p.Z)
-			}
-			if batch = append(batch, p); len(batch) == cap(batch) {
-				flush()
-			}
-		}
-		flush()
-		require.NoError(t, w.Close())
-		require.NoError(t, out.Close())
-	}
+	keep, err := lidar.WritePoints(dir, n, files)
+	require.NoError(t, err)
 	return keep
 }
 
 // readCleaned reads the figures of the Parquet files Spark wrote to dir.
-func readCleaned(t *testing.T, dir string) figures {
+func readCleaned(t *testing.T, dir string) lidar.Figures {
 	t.Helper()
-	parts, err := filepath.Glob(filepath.Join(dir, "part-*.parquet"))
+	got, err := lidar.ReadCleaned(dir)
 	require.NoError(t, err)
-	require.NotEmpty(t, parts, "Spark wrote Parquet files to %s", dir)
-	var got figures
-	for _, p := range parts {
-		rows, err := parquet.ReadFile[cleaned](p)
-		require.NoError(t, err, p)
-		for _, r := range rows {
-			require.True(t, r.X != nil && r.Y != nil && r.Z != nil, "no nulls in %s", p)
-			got.add(*r.X, *r.Y, *r.Z)
-		}
-	}
-	_, err = os.Stat(filepath.Join(dir, "_SUCCESS"))
-	require.NoError(t, err, "Spark committed its output")
 	return got
 }
 
