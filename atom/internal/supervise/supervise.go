@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/atom-sched/atom/atom/internal/reap"
 )
 
@@ -114,7 +116,15 @@ func (c *Child) ExitCode() int {
 // SIGKILL"). Valid once Done is closed.
 func (c *Child) Describe() string {
 	if c.status.Signaled() {
-		return "killed by signal " + c.status.Signal().String()
+		return "killed by " + signalName(c.status.Signal())
 	}
 	return fmt.Sprintf("exit code %d", c.status.ExitStatus())
+}
+
+// signalName is sig's name ("SIGKILL"), or "signal N" for one without.
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
 }
