@@ -50,12 +50,15 @@ type Spark struct {
 
 // SparkExecutor is what each executor asks for.
 type SparkExecutor struct {
-	Instances      int               `json:"instances,omitempty"` // 0 with dynamic allocation
-	Cores          int               `json:"cores"`
-	Memory         int64             `json:"memory"`                   // bytes, whole MiB
-	MemoryOverhead int64             `json:"memoryOverhead,omitempty"` // bytes, whole MiB; 0: Spark's default
-	GPU            *SparkGPU         `json:"gpu,omitempty"`
-	NodeSelector   map[string]string `json:"nodeSelector,omitempty"`
+	Instances int `json:"instances,omitempty"` // 0 with dynamic allocation
+	Cores     int `json:"cores"`
+	// MilliCPURequest is what each executor Pod asks for of CPU
+	// (spark.kubernetes.executor.request.cores); 0: Cores whole CPUs.
+	MilliCPURequest int64             `json:"milliCPURequest,omitempty"`
+	Memory          int64             `json:"memory"`                   // bytes, whole MiB
+	MemoryOverhead  int64             `json:"memoryOverhead,omitempty"` // bytes, whole MiB; 0: Spark's default
+	GPU             *SparkGPU         `json:"gpu,omitempty"`
+	NodeSelector    map[string]string `json:"nodeSelector,omitempty"`
 }
 
 // SparkGPU is an executor's accelerators: Amount of Type, exposed by the
@@ -159,6 +162,7 @@ var atomSparkConf = []struct{ key, from string }{
 	{"spark.driver.resource.gpu.", "resources.accelerators (the driver's GPUs)"},
 	{"spark.executor.instances", "spark.executor.instances"},
 	{"spark.executor.cores", "spark.executor.cores"},
+	{"spark.kubernetes.executor.request.cores", "spark.executor.coreRequest"},
 	{"spark.executor.memory", "spark.executor.memory"},
 	{"spark.executor.memoryOverhead", "spark.executor.memoryOverhead"},
 	{"spark.dynamicAllocation.enabled", "spark.dynamicAllocation"},
@@ -250,10 +254,14 @@ func SparkDriverHeap(alloc int64) int64 {
 }
 
 // ExecutorResources returns what one executor Pod of the job asks for and
-// atom allots it: its cores, memory plus overhead, and its GPUs.
+// atom allots it: its cores (or its core request), memory plus overhead,
+// and its GPUs.
 func (s *Spark) ExecutorResources() Resources {
 	e := s.Executor
 	r := Resources{MilliCPU: int64(e.Cores) * 1000, Memory: e.Memory + e.ExecutorMemoryOverhead()}
+	if e.MilliCPURequest > 0 {
+		r.MilliCPU = e.MilliCPURequest
+	}
 	if e.GPU != nil {
 		r.AccelType, r.Accels = e.GPU.Type, e.GPU.Amount
 	}

@@ -79,8 +79,13 @@ type SparkDriverSpec struct {
 // SparkExecutorSpec is what each executor asks for. Memory quantities are
 // whole mebibytes, as Spark counts them.
 type SparkExecutorSpec struct {
-	Instances      *int64            `json:"instances,omitempty"`      // 1..MaxSparkExecutors; not with dynamic allocation
-	Cores          *int64            `json:"cores,omitempty"`          // whole cores, 1..MaxSparkExecutorCores
+	Instances *int64 `json:"instances,omitempty"` // 1..MaxSparkExecutors; not with dynamic allocation
+	Cores     *int64 `json:"cores,omitempty"`     // whole cores, 1..MaxSparkExecutorCores
+	// CoreRequest is the CPU each executor Pod asks for, and is charged,
+	// instead of its cores (the Spark Operator's coreRequest,
+	// spark.kubernetes.executor.request.cores): "500m" puts two one-core
+	// executors on a CPU. Spark still runs cores tasks at once in each.
+	CoreRequest    Quantity          `json:"coreRequest,omitempty"`
 	Memory         Quantity          `json:"memory,omitempty"`         // JVM heap: "16Gi"
 	MemoryOverhead Quantity          `json:"memoryOverhead,omitempty"` // off-heap, on top of memory
 	GPU            *SparkGPUSpec     `json:"gpu,omitempty"`
@@ -222,7 +227,7 @@ func (ss *SparkSpec) conf(sp *Spark) error {
 	return nil
 }
 
-// executor converts cores, memory and the node selector.
+// executor converts cores, the core request, memory and the node selector.
 func (ss *SparkSpec) executor(sp *Spark) error {
 	e, out := ss.Executor, &sp.Executor
 	out.Cores = DefaultSparkExecutorCores
@@ -231,6 +236,12 @@ func (ss *SparkSpec) executor(sp *Spark) error {
 			return err
 		}
 		out.Cores = int(*e.Cores)
+	}
+	if e.CoreRequest != "" {
+		var err error
+		if out.MilliCPURequest, err = positive("spark.executor.coreRequest", e.CoreRequest, 1000, "millicores"); err != nil {
+			return err
+		}
 	}
 	out.Memory = DefaultSparkExecutorMemory
 	if e.Memory != "" {

@@ -152,7 +152,13 @@ func TestSparkSectionRejects(t *testing.T) {
 		{"bad namespace", sparkJob + app + "  namespace: Data", `spark.namespace "Data" is not allowed: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', ` +
 			"and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
 		{"unknown field", sparkJob + app + "  executor: {gpus: 1}",
-			"spark.executor.gpus is not a known field: use instances, cores, memory, memoryOverhead, gpu, nodeSelector"},
+			"spark.executor.gpus is not a known field: use instances, cores, coreRequest, memory, memoryOverhead, gpu, nodeSelector"},
+		{"core request of none", sparkJob + app + "  executor: {coreRequest: \"0\"}",
+			`spark.executor.coreRequest "0" is not allowed: use more than 0`},
+		{"core request not a quantity", sparkJob + app + "  executor: {coreRequest: half}",
+			`spark.executor.coreRequest "half" is not allowed: use a quantity such as 500m or 4`},
+		{"conf of the executors' CPU request", sparkJob + app + "  sparkConf: {spark.kubernetes.executor.request.cores: 500m}",
+			`spark.sparkConf["spark.kubernetes.executor.request.cores"] is not allowed: atom sets spark.kubernetes.executor.request.cores itself: use spark.executor.coreRequest`},
 		{"conf of the driver's heap", sparkJob + app + "  sparkConf: {spark.driver.memory: 4g}",
 			`spark.sparkConf["spark.driver.memory"] is not allowed: atom sets spark.driver.memory itself: use resources.memory or spark.driver.memory (the driver's heap is its memory less Spark's overhead)`},
 		{"conf of the driver's cores", sparkJob + app + "  sparkConf: {spark.driver.cores: \"4\"}",
@@ -289,4 +295,19 @@ func TestIsAtomSparkConf(t *testing.T) {
 		"spark.driver.memoryOverhead", "spark.executor.coresX", "spark.dynamicAllocation.executorIdleTimeout", "spark.local.dir"} {
 		assert.False(t, IsAtomSparkConf(k), k)
 	}
+}
+
+// An executor's core request is what its Pod asks and is charged, instead
+// of its cores.
+func TestSparkExecutorCoreRequest(t *testing.T) {
+	t.Parallel()
+	const app = "spark:\n  mainApplicationFile: /app.py\n"
+	j, err := submit(sparkJob + app + "  executor: {cores: 2, coreRequest: 500m, memory: 1Gi}\n  dynamicAllocation: {maxExecutors: 3}")
+	require.NoError(t, err)
+	assert.Equal(t, 2, j.Spark.Executor.Cores)
+	assert.Equal(t, Resources{MilliCPU: 500, Memory: 1<<30 + 384<<20}, j.Spark.ExecutorResources())
+	assert.Equal(t, int64(1500), j.Spark.ExecutorCharge()[KeyCPU])
+	j, err = submit(sparkJob + app + "  executor: {cores: 2}")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2000), j.Spark.ExecutorResources().MilliCPU)
 }

@@ -38,6 +38,7 @@ import (
 	"strings"
 
 	"github.com/atom-sched/atom/pkg/structs"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -126,6 +127,9 @@ func Command(in Input) ([]string, error) {
 	// Always given, Spark's default where the spec has none: each
 	// executor Pod then asks for exactly the memory atom charged it.
 	conf("spark.executor.memoryOverhead", memory(e.ExecutorMemoryOverhead()))
+	if e.MilliCPURequest > 0 {
+		conf("spark.kubernetes.executor.request.cores", resource.NewMilliQuantity(e.MilliCPURequest, resource.DecimalSI).String())
+	}
 	if d := s.DynamicAllocation; d != nil {
 		// No external shuffle service on Kubernetes: executors keep
 		// their shuffle files and are released once nothing needs them.
