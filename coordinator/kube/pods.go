@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -189,9 +192,24 @@ func exitOf(p *corev1.Pod) (code int, terminated bool, why string) {
 		if t.Message != "" {
 			why += ": " + t.Message
 		}
-		return int(t.ExitCode), true, why
+		if sig := t.ExitCode - 128; sig > 0 && sig < 65 && p.Labels[LabelManaged] == "atom" {
+			// atom exits with its job's status after reporting it: a
+			// container ended by a signal with no report is atom killed
+			// (kill -9, the OOM killer) before it could report.
+			why += fmt.Sprintf(": exit code %d (%s) and no report from atom: atom itself was killed, or could not reach the coordinator",
+				t.ExitCode, signalName(syscall.Signal(sig)))
+		}
+		return int(t.ExitCode), true, strings.TrimPrefix(why, ": ")
 	}
 	return 0, false, podWhy(p)
+}
+
+// signalName is sig's name ("SIGKILL"), or "signal N" for one without.
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
 }
 
 func (b *Backend) token(id structs.TaskID) string {
