@@ -5,7 +5,8 @@
 //
 //	server ──Start(task, job, token)──▶ Pod (schedulerName atom; a gang's unbound, others bound)
 //	                                    once every Pod of the gang exists: Binding to each task's node
-//	server ──Stop(task, grace)────────▶ delete Pod (grace)
+//	server ──Stop(task, grace)────────▶ Pod's activeDeadlineSeconds 1: its kubelet stops it (grace), the Pod
+//	                                    kept for its log; delete Pod (grace) if unbound or no atom runs in it
 //	atom in the Pod ──its bound token─▶ ReviewPodToken (TokenReview): the allocation token for it
 //	Pod informer ──phase changes──────▶ Heartbeater: Running, Succeeded/Failed (exit code), Lost (deleted or
 //	                                    evicted outside atom); a finished Pod is kept KeepFinished for its log
@@ -42,6 +43,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -354,8 +356,17 @@ func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
 	return b.bindGang(ctx, t, j)
 }
 
-// Stop deletes task id's Pod with grace as its grace period (rounded up
-// to whole seconds). A Pod already gone is success.
+// Stop stops task id's Pod. One bound to its node and running atom
+// (not a Spark executor's, nor a Pod of a cluster where the backend
+// heartbeats for the Pods) is stopped where it is, so that its container
+// log is kept like any finished Pod's (KeepFinished): its
+// activeDeadlineSeconds is set to 1, and its kubelet, past that deadline,
+// stops the container as a deletion would (SIGTERM to atom, which the job
+// gets; SIGKILL after the Pod's terminationGracePeriodSeconds, the stop
+// grace) and ends the Pod Failed (reason DeadlineExceeded); one that has
+// not finished its grace and 10 s later is deleted (stopLate). Any other
+// is deleted with grace as its grace period (rounded up to whole
+// seconds). A Pod already gone is success.
 func (b *Backend) Stop(id structs.TaskID, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -365,12 +376,65 @@ func (b *Backend) Stop(id structs.TaskID, grace time.Duration) error {
 	delete(b.boundIDs, id)
 	b.mu.Unlock()
 	secs := int64(math.Ceil(grace.Seconds()))
-	name, _ := b.podName(id)
+	name, executor := b.podName(id)
+	if p := b.stopInPlace(name); p != nil && !executor {
+		_, err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Patch(ctx, name, types.MergePatchType,
+			[]byte(`{"spec":{"activeDeadlineSeconds":1}}`), metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err == nil {
+			time.AfterFunc(grace+settleUnfinished, func() { b.stopLate(id, p, secs) })
+			return nil
+		}
+		b.log.Warn("stop pod in place failed; deleting it", "task", id, "pod", name, "err", err)
+	}
 	err := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &secs})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("stop task %s: delete pod %s/%s: %w", id, b.cfg.Namespace, name, err)
 	}
 	return nil
+}
+
+// stopInPlace reports whether Stop ends Pod name where it is (see Stop):
+// its log is kept (KeepFinished not negative), atom runs in it (no Beat),
+// and the informer has it bound, not being deleted, not finished. It
+// returns that Pod, or nil.
+func (b *Backend) stopInPlace(name string) *corev1.Pod {
+	if b.cfg.KeepFinished < 0 || b.cfg.Beat > 0 {
+		return nil
+	}
+	o, ok, _ := b.pods.GetStore().GetByKey(b.cfg.Namespace + "/" + name)
+	p, _ := o.(*corev1.Pod)
+	if !ok || p == nil || p.Spec.NodeName == "" || p.DeletionTimestamp != nil || podFinished(p) {
+		return nil
+	}
+	return p
+}
+
+// stopLate deletes Pod p of task id, stopped in place, if it has not
+// finished by now (its grace and settleUnfinished after Stop): a kubelet
+// that does not enforce activeDeadlineSeconds (a virtual kubelet, kwok's)
+// or is stuck.
+func (b *Backend) stopLate(id structs.TaskID, p *corev1.Pod, secs int64) {
+	select {
+	case <-b.stopCh:
+		return
+	default:
+	}
+	o, ok, _ := b.pods.GetStore().GetByKey(p.Namespace + "/" + p.Name)
+	now, _ := o.(*corev1.Pod)
+	if !ok || now == nil || now.UID != p.UID || now.DeletionTimestamp != nil || podFinished(now) {
+		return
+	}
+	b.log.Info("pod stopped in place has not finished; deleting it", "task", id, "pod", p.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := b.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &secs, Preconditions: &metav1.Preconditions{UID: &p.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		b.log.Warn("delete pod", "task", id, "pod", p.Name, "err", err)
+	}
 }
 
 // forceDelete deletes task id's Pod at once (grace 0), as

@@ -24,6 +24,7 @@ import (
 //	phase Failed, the task failed  → Failed with the container's exit code
 //	phase Failed, no exit or evicted → Lost (the Pod failed outside its task)
 //	deleted after Stop             → Failed (137 unless the container said otherwise)
+//	stopped in place by Stop       → as it ended (Failed, reason DeadlineExceeded: 137 if its container never ran)
 //	deleted otherwise, not ended   → Lost ("deleted outside atom")
 //
 // A Pod refused by its kubelet at admission is made again for a while
@@ -128,12 +129,26 @@ func (b *Backend) current(id structs.TaskID, p *corev1.Pod) bool {
 var lostReasons = map[string]bool{"Evicted": true, "Preempting": true, "NodeLost": true, "Shutdown": true,
 	"NodeShutdown": true, "Terminated": true, "NodeAffinity": true, "UnexpectedAdmissionError": true}
 
+// deadlineExceeded is the reason of a Pod its kubelet ended past its
+// activeDeadlineSeconds, as Stop ends a Pod in place.
+const deadlineExceeded = "DeadlineExceeded"
+
 // eventFor is the event Pod p of task id stands for, if any.
 func (b *Backend) eventFor(id structs.TaskID, p *corev1.Pod, deleted bool) (state.TaskEvent, bool) {
 	code, terminated, why := exitOf(p)
+	b.mu.Lock()
+	stopped := b.stopped[id]
+	b.mu.Unlock()
 	switch {
 	case p.Status.Phase == corev1.PodSucceeded:
 		return state.TaskEvent{State: structs.TaskSucceeded, ExitCode: code}, true
+	case p.Status.Phase == corev1.PodFailed && stopped && p.Status.Reason == deadlineExceeded:
+		// Stopped in place (Stop): its container's exit, or none if it
+		// never started.
+		if !terminated {
+			code = 137
+		}
+		return state.TaskEvent{State: structs.TaskFailed, ExitCode: code, Message: "pod stopped by atom"}, true
 	case p.Status.Phase == corev1.PodFailed && (!terminated || lostReasons[p.Status.Reason]):
 		msg := fmt.Sprintf("pod %s/%s failed outside its task", p.Namespace, p.Name)
 		if r := podWhy(p); r != "" {
@@ -143,9 +158,6 @@ func (b *Backend) eventFor(id structs.TaskID, p *corev1.Pod, deleted bool) (stat
 	case p.Status.Phase == corev1.PodFailed:
 		return state.TaskEvent{State: structs.TaskFailed, ExitCode: code, Message: why}, true
 	case deleted:
-		b.mu.Lock()
-		stopped := b.stopped[id]
-		b.mu.Unlock()
 		if stopped {
 			if !terminated {
 				code = 137

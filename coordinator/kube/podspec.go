@@ -86,7 +86,7 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 				Name:      ContainerName,
 				Image:     image,
 				Command:   []string{"/app/atom"},
-				Args:      args,
+				Args:      literalAll(args),
 				Env:       env,
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
 				Ports:     []corev1.ContainerPort{{Name: "launch", ContainerPort: LaunchPort, Protocol: corev1.ProtocolTCP}},
@@ -149,7 +149,7 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) ([]corev1.EnvVar, error) 
 	env := make([]corev1.EnvVar, 0, len(j.Env)+len(vals)+1)
 	for _, k := range slices.Sorted(maps.Keys(j.Env)) {
 		if _, atoms := vals[k]; !atoms && !strings.HasPrefix(k, "ATOM_") {
-			env = append(env, corev1.EnvVar{Name: k, Value: j.Env[k]})
+			env = append(env, corev1.EnvVar{Name: k, Value: literal(j.Env[k])})
 		}
 	}
 	packed, err := structs.EncodeTaskEnv(vals)
@@ -157,16 +157,30 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) ([]corev1.EnvVar, error) 
 		return nil, fmt.Errorf("task %s's environment: %w", t.ID, err)
 	}
 	if len(structs.TaskEnvVar)+1+len(packed) <= taskenv.MaxVar {
-		env = append(env, corev1.EnvVar{Name: structs.TaskEnvVar, Value: packed})
+		env = append(env, corev1.EnvVar{Name: structs.TaskEnvVar, Value: literal(packed)})
 	} else { // a job spec near the limit: each variable on its own, as exec allows
 		for _, k := range slices.Sorted(maps.Keys(vals)) {
-			env = append(env, corev1.EnvVar{Name: k, Value: vals[k]})
+			env = append(env, corev1.EnvVar{Name: k, Value: literal(vals[k])})
 		}
 	}
 	return append(env,
 		// atom's launch server advertises it (--launch-advertise's default).
 		corev1.EnvVar{Name: "ATOM_POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 	), nil
+}
+
+// literal escapes the container's args and env values from the kubelet's
+// expansion ($(VAR) becomes the variable's value, $$ a $): every $ doubled,
+// the job gets its command and variables as written, as on the local
+// backend (a shell's $$, awk's $1, a $(cmd) whose name is a variable).
+func literal(s string) string { return strings.ReplaceAll(s, "$", "$$") }
+
+func literalAll(vals []string) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = literal(v)
+	}
+	return out
 }
 
 // fuseAccess lets atom mount the dataset cache in Pod p: /dev/fuse and
