@@ -92,7 +92,11 @@ func setupNetwork(s *hostState) error {
 	}
 	_, _ = run("ip", "link", "del", RealNodeBridge) // a killed run's
 	for _, args := range [][]string{
-		{"link", "add", RealNodeBridge, "type", "bridge"},
+		// A fixed address: a bridge whose address was not set takes its
+		// ports' lowest, so each Pod's end would change the gateway's
+		// MAC under the other Pods' ARP caches, cutting them off from
+		// the host (the coordinator) until they ask again (~15 s).
+		{"link", "add", RealNodeBridge, "address", realNodeBridgeMAC, "type", "bridge"},
 		{"addr", "add", RealNodeGateway + "/24", "dev", RealNodeBridge},
 		{"link", "set", RealNodeBridge, "up"},
 	} {
@@ -102,6 +106,9 @@ func setupNetwork(s *hostState) error {
 	}
 	return nil
 }
+
+// realNodeBridgeMAC is the Pods' bridge's address (locally administered).
+const realNodeBridgeMAC = "02:a7:6f:6d:00:01"
 
 func loHasNodeIP() bool {
 	out, _ := run("ip", "-4", "-o", "addr", "show", "dev", "lo")
