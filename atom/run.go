@@ -115,6 +115,19 @@ func run(c *cli.Context) error {
 			log.Warn("final report failed", "err", err)
 		}
 	}
+	// finalOutside is final after a SIGTERM the coordinator had not asked
+	// for (yet): the coordinator tells its own stop from a Pod deleted or
+	// evicted, a node shutting down, a kill by hand.
+	finalOutside := func(state structs.TaskState, code int, msg string) {
+		if rep == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.Duration("report-timeout"))
+		defer cancel()
+		if err := rep.FinalOutside(ctx, state, code, msg); err != nil {
+			log.Warn("final report failed", "err", err)
+		}
+	}
 	fail := func(code int, msg string) error {
 		final(structs.TaskFailed, code, msg)
 		return cli.Exit("atom: "+msg, code)
@@ -287,9 +300,22 @@ func run(c *cli.Context) error {
 	if rep != nil && !hbDone {
 		<-hb // the last Running beat goes before the final report
 	}
-	if code == 0 {
+	switch {
+	case termSent && stopped == "":
+		// A SIGTERM came (the kubelet's, most likely) with no word from
+		// the coordinator: it decides whose stop it was.
+		state := structs.TaskFailed
+		if code == 0 {
+			state = structs.TaskSucceeded
+		}
+		msg := "" // the exit code says it all
+		if d := child.Describe(); !strings.HasPrefix(d, "exit code") {
+			msg = d
+		}
+		finalOutside(state, code, msg)
+	case code == 0:
 		final(structs.TaskSucceeded, 0, "")
-	} else {
+	default:
 		msg := "" // the exit code says it all
 		if d := child.Describe(); !strings.HasPrefix(d, "exit code") {
 			msg = d

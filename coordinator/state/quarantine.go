@@ -79,8 +79,14 @@ func CheckReason(e TaskEvent) error {
 		return nil
 	case e.Reason == "":
 		return invalidf("task %s: accelerators are only allowed with reason %s", e.Task, structs.ReasonPreflightFailed)
+	case e.Reason == structs.ReasonStoppedOutside && len(e.Accelerators) > 0:
+		return invalidf("task %s: accelerators are only allowed with reason %s", e.Task, structs.ReasonPreflightFailed)
+	case e.Reason == structs.ReasonStoppedOutside && e.State != structs.TaskFailed && e.State != structs.TaskSucceeded:
+		return invalidf("task %s: reason %s is only allowed with state Succeeded or Failed, not %q", e.Task, e.Reason, trunc(string(e.State)))
+	case e.Reason == structs.ReasonStoppedOutside:
+		return nil
 	case e.Reason != structs.ReasonPreflightFailed:
-		return invalidf("task %s: reason %q is not allowed: use %s or leave it out", e.Task, trunc(e.Reason), structs.ReasonPreflightFailed)
+		return invalidf("task %s: reason %q is not allowed: use %s, %s or leave it out", e.Task, trunc(e.Reason), structs.ReasonPreflightFailed, structs.ReasonStoppedOutside)
 	case e.State != structs.TaskFailed:
 		return invalidf("task %s: reason %s is only allowed with state Failed, not %q", e.Task, e.Reason, trunc(string(e.State)))
 	case len(e.Accelerators) > structs.MaxAccelsPerNode:

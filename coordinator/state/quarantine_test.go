@@ -219,7 +219,7 @@ func TestTaskEventReasonChecked(t *testing.T) {
 		ev  state.TaskEvent
 		msg string
 	}{
-		"unknown reason":      {state.TaskEvent{State: structs.TaskFailed, Reason: "Cosmic"}, `reason "Cosmic" is not allowed: use PreflightFailed or leave it out`},
+		"unknown reason":      {state.TaskEvent{State: structs.TaskFailed, Reason: "Cosmic"}, `reason "Cosmic" is not allowed: use PreflightFailed, StoppedOutside or leave it out`},
 		"reason with Running": {state.TaskEvent{State: structs.TaskRunning, Reason: structs.ReasonPreflightFailed}, "only allowed with state Failed"},
 		"accels, no reason":   {state.TaskEvent{State: structs.TaskFailed, Accelerators: []int{0}}, "only allowed with reason PreflightFailed"},
 		"index 64":            {state.TaskEvent{State: structs.TaskFailed, Reason: structs.ReasonPreflightFailed, Accelerators: []int{64}}, "accelerator 64 is not allowed: use indices 0 to 63"},

@@ -31,7 +31,9 @@ type TaskEvent struct {
 	// Reason, on a Failed event, says the failure is not the job's own:
 	// structs.ReasonPreflightFailed (atom's accelerator check failed).
 	// Accelerators then lists the node's accelerator indices found bad,
-	// if atom could tell (none: all of the task's).
+	// if atom could tell (none: all of the task's). On a Succeeded or
+	// Failed event, structs.ReasonStoppedOutside says atom stopped the job
+	// after a SIGTERM the coordinator had not asked for (stoppedOutside).
 	Reason       string `json:"reason,omitempty"`
 	Accelerators []int  `json:"accelerators,omitempty"`
 }
@@ -65,6 +67,9 @@ func (s *State) taskEvent(e TaskEvent) {
 	t := s.Tasks[e.Task]
 	if t == nil || !t.State.HoldsResources() {
 		return
+	}
+	if e.Reason == structs.ReasonStoppedOutside {
+		e = stoppedOutside(t, e)
 	}
 	j := s.Jobs[t.Job]
 	if e.State == structs.TaskRunning {
@@ -260,6 +265,26 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
 	if !stopped && !s.holding(s.Jobs[id]) {
 		s.requeue(id, "restarting: "+why, e.Time, false)
 	}
+}
+
+// stoppedOutside is atom's report e of t's end after a SIGTERM the
+// coordinator did not ask atom for: the end of the coordinator's own stop
+// if t is stopping (the stop's SIGTERM reached atom before the heartbeat
+// saying so), else t lost (its Pod deleted or evicted, its node shut
+// down): not the job's own failure, so a service's replica is placed
+// again at once, without a back-off.
+func stoppedOutside(t *structs.Task, e TaskEvent) TaskEvent {
+	e.Reason = ""
+	if t.State == structs.TaskStopping {
+		return e
+	}
+	e.State = structs.TaskLost
+	how := fmt.Sprintf("exit code %d", e.ExitCode)
+	if e.Message != "" {
+		how = e.Message // killed by signal ...
+	}
+	e.Message = "atom got SIGTERM from outside the coordinator (a Pod deleted or evicted, a node shutting down, a kill by hand); the job then ended: " + how
+	return e
 }
 
 // endMessage is what a task keeps of the event that ended it.

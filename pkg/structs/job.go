@@ -57,6 +57,12 @@ const (
 	// preflight failed, so the coordinator quarantines the accelerators
 	// and requeues the job.
 	ReasonPreflightFailed = "PreflightFailed"
+	// ReasonStoppedOutside marks a task's end that atom reports after a
+	// SIGTERM the coordinator did not ask for (its Pod deleted or
+	// evicted, its node shutting down, a kill by hand): the coordinator
+	// takes it as the end of its own stop if it was stopping the task,
+	// else as the task lost, not the job's failure.
+	ReasonStoppedOutside = "StoppedOutside"
 )
 
 // RestartPolicy says what happens when a replica ends or is lost.

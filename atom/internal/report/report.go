@@ -155,6 +155,15 @@ func (r *Reporter) Final(ctx context.Context, state structs.TaskState, exitCode 
 	return r.final(ctx, wire.Heartbeat{State: state, ExitCode: exitCode, Message: msg, Time: time.Now()})
 }
 
+// FinalOutside reports, like Final, the end of a job atom stopped after a
+// SIGTERM the coordinator had not asked for (reason StoppedOutside): the
+// coordinator takes it as the end of its own stop, if it was stopping the
+// task, else as the task lost.
+func (r *Reporter) FinalOutside(ctx context.Context, state structs.TaskState, exitCode int, msg string) error {
+	return r.final(ctx, wire.Heartbeat{State: state, ExitCode: exitCode, Message: msg,
+		Reason: structs.ReasonStoppedOutside, Time: time.Now()})
+}
+
 // FinalPreflight reports, like Final, that the accelerator preflight
 // failed: state Failed with reason PreflightFailed and the allocated
 // accelerator indices found bad (none: unknown). The coordinator
