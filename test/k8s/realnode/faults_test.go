@@ -145,6 +145,10 @@ func TestFaults(t *testing.T) {
 			// The grace, and at most a sweep (1 s) more, rounded.
 			assert.Regexp(t, `^lost: node `+e.Node.Name+` has not been Ready for [56]s$`, lost.Message)
 		}
+		for _, x := range before {
+			assert.Contains(t, e.Log.String(), `msg="task lost: its node is not ready" cluster=`+nodetest.Cluster+` task=`+string(x.ID)+` node=`+e.Node.Name,
+				"the coordinator's log says why")
+		}
 		st := e.CLI(t, "job", "status", string(svc))
 		assert.Regexp(t, `State:\s+Running: replica \d was lost: node `+e.Node.Name+` has not been Ready for [56]s; placing it again\n`, st)
 		assert.Regexp(t, `(?m)^`+string(before[0].ID)+`\s.*\sLost: node `+e.Node.Name+` has not been Ready for [56]s\s`, st)
