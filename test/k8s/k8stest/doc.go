@@ -54,7 +54,12 @@
 // ToolboxImage from static Go programs (internal/pause, internal/toolbox),
 // cached under CacheDir()/realnode. Pods get addresses in RealNodePodCIDR
 // on a bridge with no other route; they reach the host at RealNodeGateway.
-// The node's InternalIP is RealNodeIP, an address added to lo.
+// The node's InternalIP is RealNodeIP, an address added to lo. Pods reach
+// the API server as in a cluster, at the `kubernetes` Service
+// (KUBERNETES_SERVICE_HOST, RealNodeAPIServiceIP:443) with their service
+// account's token: no kube-proxy runs, so the node routes the service
+// range to the host and DNATs that address to a forwarder in the test
+// process (realnode_apiserver.go).
 //
 // For fault tests: StopKubelet kills the kubelet (containers run on; mark
 // the node as the absent node lifecycle controller would with

@@ -70,12 +70,13 @@ type RealNode struct {
 	// StartupTime is from the machine lock taken to the Node Ready.
 	StartupTime time.Duration
 
-	c     *Cluster
-	opts  RealNodeOptions
-	tools nodeTools
-	lock  *os.File
-	state *hostState
-	logf  func(string, ...any)
+	c      *Cluster
+	opts   RealNodeOptions
+	tools  nodeTools
+	lock   *os.File
+	state  *hostState
+	logf   func(string, ...any)
+	apiFwd *apiForwarder // the kubernetes Service's forwarder
 
 	mu         sync.Mutex
 	kubelet    *proc
@@ -214,6 +215,9 @@ func (n *RealNode) start(ctx context.Context, images map[string]string) error {
 		return fmt.Errorf("record the machine's state in %s: %w", realNodeStateFile, err)
 	}
 	if err := setupNetwork(n.state); err != nil {
+		return err
+	}
+	if err := n.serveAPIServer(); err != nil {
 		return err
 	}
 	if err := n.writeConfig(); err != nil {
@@ -600,6 +604,7 @@ func (n *RealNode) Close() error {
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].kill() // the kubelet before containerd
 	}
+	_ = n.apiFwd.close()
 	if n.c.Admin != nil && n.Dir != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		_ = n.c.Admin.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{})

@@ -91,7 +91,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 }
 
 // cniConfig is the Pods' network: the bridge with host-local addresses
-// from RealNodePodCIDR (its state in dir), no default route, no
+// from RealNodePodCIDR (its state in dir), no default route (only the
+// service range, through the gateway: see RealNodeAPIServiceIP), no
 // masquerading; portmap for hostPorts.
 func cniConfig(dir string) ([]byte, error) {
 	return json.MarshalIndent(map[string]any{
@@ -107,6 +108,7 @@ func cniConfig(dir string) ([]byte, error) {
 				"ipam": map[string]any{
 					"type":    "host-local",
 					"ranges":  [][]map[string]string{{{"subnet": RealNodePodCIDR, "gateway": RealNodeGateway}}},
+					"routes":  []map[string]string{{"dst": RealNodeServiceCIDR}},
 					"dataDir": filepath.Join(dir, "cni", "ipam"),
 				},
 			},
