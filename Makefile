@@ -168,6 +168,18 @@ bench-fuse: deps deps-cache
 	$(GO) build -o bin/atom ./atom
 	$(GO) run ./test/benchfuse --atom bin/atom
 
+# Spark's dynamic allocation on a real node (test/benchspark): the seed's
+# LiDAR clean (3,000,000 points, then a 20 s idle spell) with dynamic
+# allocation, then with as many fixed executors as it peaked at, the spark
+# image imported into a real node (2 CPUs) and a one-server coordinator
+# binding the executor Pods; key=value lines: executors_peak,
+# executors_final, job_seconds, fixed_job_seconds,
+# executor_seconds_dynamic, executor_seconds_fixed. Runs as root; waits
+# for the machine's real node.
+.PHONY: bench-spark
+bench-spark: deps deps-etcd deps-node deps-images k8s-tools
+	$(GO) run ./test/benchspark
+
 # The fault and load suite (test/chaos): three coordinator servers and the
 # local backend for CHAOS_DURATION while four clients submit, cancel and
 # scale and the suite kills the leader, pauses a follower, kills atoms and
