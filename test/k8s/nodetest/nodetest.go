@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -226,14 +227,17 @@ func (e *Env) WaitJob(t *testing.T, id structs.JobID, what string, cond func(*st
 	t.Helper()
 	var j *structs.Job
 	var tasks []*structs.Task
-	require.Eventually(t, func() bool {
+	ok := assert.Eventually(t, func() bool {
 		st, err := e.Job(context.Background(), id)
 		if err != nil {
 			return false
 		}
 		j, tasks = st.Job, st.Tasks
 		return cond(j, tasks)
-	}, 2*time.Minute, 100*time.Millisecond, "job %s: %s; last %s", id, what, describe(j, tasks))
+	}, 2*time.Minute, 100*time.Millisecond)
+	if !ok {
+		t.Fatalf("job %s: %s; last %s", id, what, describe(j, tasks))
+	}
 	return j, tasks
 }
 
