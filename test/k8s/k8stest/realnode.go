@@ -500,8 +500,19 @@ func (n *RealNode) importImage(ctx context.Context, archive, ref string) error {
 		repo = repo[:i]
 	}
 	args := []string{"--address", n.ContainerdSocket, "--namespace", "k8s.io", "images", "import", "--base-name", repo, "--index-name", ref, archive}
-	if out, err := exec.CommandContext(ctx, n.tools.Ctr, args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("import %s as %s (ctr images import): %v: %s", archive, ref, err, out)
+	// containerd 1.6 now and then fails an import with "content digest
+	// sha256:...: not found" (its garbage collection racing the import's
+	// blobs, seen about once in tens of node starts): tried again, it
+	// imports.
+	for try := 1; ; try++ {
+		out, err := exec.CommandContext(ctx, n.tools.Ctr, args...).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if try == 3 || !strings.Contains(string(out), "not found") || ctx.Err() != nil {
+			return fmt.Errorf("import %s as %s (ctr images import, %d tries): %v: %s", archive, ref, try, err, out)
+		}
+		n.logf("real node %s: import of %s failed (%s); trying again", n.Name, ref, strings.TrimSpace(string(out)))
 	}
 	// The CRI plugin learns of it from an event, and labels it when it has.
 	filter := fmt.Sprintf(`name==%s,labels."io.cri-containerd.image"==managed`, ref)
