@@ -31,15 +31,15 @@ func TestStoppedOutside(t *testing.T) {
 	now = now.Add(time.Second)
 	tk := l.live("s-1")
 	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: tk.ID, State: structs.TaskFailed, ExitCode: 143,
-		Message: "killed by signal terminated", Reason: structs.ReasonStoppedOutside, Time: now}}})
+		Message: "killed by SIGTERM", Reason: structs.ReasonStoppedOutside, Time: now}}})
 	got := l.s.Tasks[tk.ID]
 	assert.Equal(t, structs.TaskLost, got.State)
 	assert.Equal(t, 143, got.ExitCode)
-	assert.Equal(t, "lost: atom got SIGTERM from outside the coordinator (a Pod deleted or evicted, a node shutting down, a kill by hand); the job then ended: killed by signal terminated", got.Message)
+	assert.Equal(t, "lost: atom got SIGTERM from outside the coordinator (a Pod deleted or evicted, a node shutting down, a kill by hand); the job then ended: killed by SIGTERM", got.Message)
 	s := l.s.Jobs["s-1"]
 	assert.Equal(t, 1, s.CrashLoop, "not a crash")
 	assert.False(t, s.BackoffUntil.After(now), "no back-off")
-	assert.Equal(t, "replica 0 was lost: atom got SIGTERM from outside the coordinator (a Pod deleted or evicted, a node shutting down, a kill by hand); the job then ended: killed by signal terminated; placing it again", s.Reason)
+	assert.Equal(t, "replica 0 was lost: atom got SIGTERM from outside the coordinator (a Pod deleted or evicted, a node shutting down, a kill by hand); the job then ended: killed by SIGTERM; placing it again", s.Reason)
 	require.Len(t, l.recycle(now).Placed, 1, "placed again at once")
 	l.report(now, structs.TaskRunning, 0, "s-1")
 
