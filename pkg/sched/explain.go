@@ -202,6 +202,15 @@ func (w *world) explainNodes(j *structs.Job, hw bool) *Why {
 			if hw && rs != rNodeName {
 				rs = rOK
 			}
+			if rs == rNotReady {
+				// A node not ready (its kubelet or agent silent, or
+				// draining) comes back: a job that would fit there waits,
+				// it is not told it can never fit.
+				rr := w.nodeCheckReady(c, ni)
+				if rc := w.capacityCheck(ni, r); (rr == rOK || rr == rSpread) && (rc == rOK || rc == rBadAccel) {
+					ever[placeOf(g)] += w.slots(c, ni, true, true)
+				}
+			}
 			quarantined := false // fits once quarantined accelerators return
 			if rs == rOK || rs == rSpread {
 				switch rc := w.capacityCheck(ni, r); rc {

@@ -283,10 +283,15 @@ func untolerated(n *structs.Node, tol []corev1.Toleration) *corev1.Taint {
 
 // nodeCheck runs the node-level static checks (everything but resources).
 func (w *world) nodeCheck(c *jobCtx, ni int32) reason {
-	n := &w.nodes[ni]
-	if !n.ready {
+	if !w.nodes[ni].ready {
 		return rNotReady
 	}
+	return w.nodeCheckReady(c, ni)
+}
+
+// nodeCheckReady is nodeCheck as if node ni were ready.
+func (w *world) nodeCheckReady(c *jobCtx, ni int32) reason {
+	n := &w.nodes[ni]
 	if c.nodePin != -1 && c.nodePin != ni {
 		return rNodeName
 	}

@@ -519,6 +519,7 @@ func TestReviewRefusedAtSubmit(t *testing.T) {
 	h.MustSubmit(st.NewJob("sel", "u1").GPU("A", 1).Selector("rack=r9").Obj())
 	h.Cycle()
 	assert.Contains(t, h.Why("two").Message, "1 not ready")
+	assert.True(t, strings.HasPrefix(h.Why("two").Message, "does not fit now"), "a node not ready comes back: %s", h.Why("two").Message)
 	assert.Contains(t, h.Why("sel").Message, "can never fit")
 }
 
