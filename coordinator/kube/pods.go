@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -83,7 +85,12 @@ func (b *Backend) note(id structs.TaskID, p *corev1.Pod, ev state.TaskEvent, ok,
 		}
 		b.mu.Unlock()
 		if !skip {
-			if err := b.report(id, ev); err != nil {
+			err := b.report(id, ev)
+			if errors.Is(err, server.ErrTaskEnded) {
+				// atom reported the end itself, just before it exited
+				// (or the task was declared lost): nothing to add.
+				b.log.Debug("task report after its end", "task", id, "pod", p.Name, "err", err)
+			} else if err != nil {
 				b.log.Warn("task report failed", "task", id, "pod", p.Name, "err", err)
 				b.mu.Lock()
 				if b.reported[id] == ev.State {
