@@ -99,7 +99,7 @@ deps-node:
 	fi
 
 # Only the tests against the real API server.
-test-k8s: deps deps-etcd deps-node k8s-tools
+test-k8s: deps deps-cache deps-etcd deps-node k8s-tools deps-images
 	$(GO) test -race -count=1 -v ./test/k8s/...
 
 # atom vs kube-scheduler on the same kind of cluster (200 kwok nodes of 8
