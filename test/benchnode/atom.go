@@ -3,18 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/client"
-	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/kube"
-	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/test/k8s/nodetest"
 )
 
 // atomResult is each service's timing, in submission order.
@@ -37,43 +34,13 @@ type podShape struct {
 	resources     corev1.ResourceRequirements
 }
 
-// runAtom starts the coordinator, runs the services one after another,
-// cancels them, waits until their Pods are gone and stops the
-// coordinator.
-func runAtom(ctx context.Context, e *env) (atomResult, *podShape, error) {
+// runAtom runs the services one after another, cancels them, waits until
+// their Pods are gone and stops the coordinator.
+func runAtom(ctx context.Context, e *nodetest.Env) (atomResult, *podShape, error) {
 	var r atomResult
-	dir, err := os.MkdirTemp("", "benchnode-")
-	if err != nil {
-		return r, nil, err
-	}
-	defer os.RemoveAll(dir)
-	quota, err := structs.ParseQuotaSpec(fmt.Appendf(nil, "scope: user:bench\nlimits: {gpu/%s: %d, cpu: 64, memory: 256Gi}\n", gpuModel, *flagGPUs))
-	if err != nil {
-		return r, nil, err
-	}
-	tokens, err := api.ParseTokens([]byte("users:\n  - {name: bench, token: " + benchToken + ", admin: true}\n"))
-	if err != nil {
-		return r, nil, err
-	}
-	// Listening on the node's bridge: Pods reach the host there. The
-	// scheduling cycle and heartbeat settings are the defaults.
-	cfg := daemon.Config{HTTPAddr: e.node.Gateway + ":0", Tokens: tokens, KubeImage: e.image.Ref, Logger: logger(),
-		KubeSweep: time.Second, KubeKeepFinished: time.Second,
-		Cluster: &structs.ClusterConfig{
-			Clusters: []structs.Cluster{{Name: "k8s", Backend: "kubernetes", Kubeconfig: e.cluster.CoordinatorKubeconfig, Namespace: atomNamespace}},
-			Quotas:   []structs.Quota{*quota},
-		}}
-	cfg.Server = server.Config{ID: "s1", RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true}
-	d, err := daemon.Start(cfg)
-	if err != nil {
-		return r, nil, err
-	}
-	defer d.Close()
-	cl := client.New(d.URL, benchToken)
-	if err := waitNode(ctx, cl); err != nil {
-		return r, nil, err
-	}
-	w, err := watchPods(ctx, e.cluster.Admin, atomNamespace)
+	defer func() { _ = e.StopCoordinator() }() // Close reports its error
+	cl := e.Client
+	w, err := watchPods(ctx, e.Cluster.Admin, nodetest.Namespace)
 	if err != nil {
 		return r, nil, err
 	}
@@ -103,7 +70,7 @@ func runAtom(ctx context.Context, e *env) (atomResult, *podShape, error) {
 			pt.running.Sub(task.ScheduledAt).Seconds(), task.StartedAt.Sub(task.ScheduledAt).Seconds())
 	}
 
-	pods, err := e.cluster.Admin.CoreV1().Pods(atomNamespace).List(ctx, metav1.ListOptions{})
+	pods, err := e.Cluster.Admin.CoreV1().Pods(nodetest.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) == 0 {
 		return r, nil, fmt.Errorf("read a task Pod's shape: %d Pods, %v", len(pods.Items), err)
 	}
@@ -126,23 +93,6 @@ func runAtom(ctx context.Context, e *env) (atomResult, *podShape, error) {
 	}
 	logf("atom: %d services cancelled, their Pods gone in %.1fs", len(jobs), time.Since(t0).Seconds())
 	return r, shape, nil
-}
-
-// waitNode waits until the coordinator has the real node, Ready.
-func waitNode(ctx context.Context, cl *client.Client) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		nodes, err := cl.Nodes(ctx)
-		if err == nil && len(nodes) == 1 && nodes[0].State == structs.NodeReady {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the coordinator has no Ready node (%d nodes, %v): %w", len(nodes), err, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 // waitRunning waits up to -each until job id's one task is Running and

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/atom-sched/atom/test/k8s/nodetest"
 )
 
 // kubeResult is each Pod's timing, in creation order, from just before
@@ -18,12 +20,12 @@ type kubeResult struct {
 // runKube starts kube-scheduler and creates the plain Pods one after
 // another, each once the one before it runs. The node's teardown stops
 // them.
-func runKube(ctx context.Context, e *env, shape *podShape) (kubeResult, error) {
+func runKube(ctx context.Context, e *nodetest.Env, shape *podShape) (kubeResult, error) {
 	var r kubeResult
-	if err := e.cluster.StartKubeScheduler(ctx); err != nil {
+	if err := e.Cluster.StartKubeScheduler(ctx); err != nil {
 		return r, fmt.Errorf("start kube-scheduler: %w", err)
 	}
-	w, err := watchPods(ctx, e.cluster.Admin, kubeNamespace)
+	w, err := watchPods(ctx, e.Cluster.Admin, kubeNamespace)
 	if err != nil {
 		return r, err
 	}
@@ -47,7 +49,7 @@ func runKube(ctx context.Context, e *env, shape *podShape) (kubeResult, error) {
 			},
 		}
 		t0 := time.Now()
-		if _, err := e.cluster.Admin.CoreV1().Pods(kubeNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Cluster.Admin.CoreV1().Pods(kubeNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			return r, fmt.Errorf("create Pod %s: %w", name, err)
 		}
 		wctx, cancel := context.WithTimeout(ctx, *flagEach)
@@ -68,10 +70,10 @@ func runKube(ctx context.Context, e *env, shape *podShape) (kubeResult, error) {
 }
 
 // describePod says where Pod name stands, for an error.
-func describePod(e *env, name string) string {
+func describePod(e *nodetest.Env, name string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	p, err := e.cluster.Admin.CoreV1().Pods(kubeNamespace).Get(ctx, name, metav1.GetOptions{})
+	p, err := e.Cluster.Admin.CoreV1().Pods(kubeNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err.Error()
 	}

@@ -32,11 +32,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"math"
 	"os"
 	"slices"
 	"time"
+
+	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/test/k8s/k8stest"
+	"github.com/atom-sched/atom/test/k8s/nodetest"
 )
 
 var (
@@ -48,11 +51,9 @@ var (
 
 const (
 	gpuModel = "A100"
-	// atomNamespace holds the coordinator's task Pods, kubeNamespace
-	// kube-scheduler's.
-	atomNamespace = "atom-jobs"
+	// kubeNamespace holds kube-scheduler's Pods (nodetest.Namespace the
+	// coordinator's).
 	kubeNamespace = "bench-kube"
-	benchToken    = "benchnode-admin-token-0123456789"
 )
 
 func main() {
@@ -65,14 +66,6 @@ func main() {
 
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 
-func logger() *slog.Logger {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(os.Getenv("BENCHNODE_LOG"))); err != nil {
-		lvl = slog.LevelError
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
-}
-
 func run() (err error) {
 	if *flagServices < 1 || *flagServices > *flagGPUs {
 		return fmt.Errorf("-services %d: give 1 to -gpus (%d), one GPU each", *flagServices, *flagGPUs)
@@ -81,18 +74,29 @@ func run() (err error) {
 	defer cancel()
 	fmt.Printf("gpus=%d services=%d\n", *flagGPUs, *flagServices)
 
-	e, err := start(ctx)
+	// The control plane and the real node (once the machine's real-node
+	// lock is free) with the cpu image and -gpus GPUs, checked by atom in
+	// its simulated mode, and the coordinator. Its scheduling cycle and
+	// heartbeat settings are the defaults; finished Pods go after a second.
+	e, err := nodetest.New(ctx, nodetest.Options{
+		Name: "benchnode", Node: k8stest.RealNodeOptions{GPUs: *flagGPUs, GPUModel: gpuModel}, Images: []string{"cpu"},
+		Namespaces:   []string{kubeNamespace},
+		Quota:        fmt.Sprintf("scope: user:dev\nlimits: {gpu/%s: %d, cpu: 64, memory: 256Gi}\n", gpuModel, *flagGPUs),
+		HeartbeatTTL: server.DefaultHeartbeatTTL, Cycle: server.DefaultCycle, StopGrace: server.DefaultStopGrace,
+		KeepFinished: time.Second, Logger: nodetest.StderrLogger("BENCHNODE_LOG"), Logf: logf,
+	})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := e.close(); cerr != nil {
+		if cerr := e.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("teardown: %w", cerr))
 		}
 	}()
-	fmt.Printf("image_build_s=%.2f image_built=%t image_bytes=%d\n", e.image.Seconds, e.image.Built, e.image.Bytes)
+	img := e.Imported["cpu"]
+	fmt.Printf("image_build_s=%.2f image_built=%t image_bytes=%d\n", img.Seconds, img.Built, img.Bytes)
 	fmt.Printf("cluster_startup_s=%.2f node_startup_s=%.2f image_import_s=%.2f\n",
-		e.cluster.StartupTime.Seconds(), e.node.StartupTime.Seconds(), e.imported.Seconds())
+		e.Cluster.StartupTime.Seconds(), e.Node.StartupTime.Seconds(), img.Import.Seconds())
 
 	atom, shape, err := runAtom(ctx, e)
 	if err != nil {

@@ -83,21 +83,27 @@ func run() (err error) {
 	}
 	logf("wrote %d points to %s; %d to keep", *flagPoints, dir, want.Points)
 
-	e, err := start(ctx)
+	// The control plane, the real node (once the machine's real-node lock
+	// is free) with the spark image, and the coordinator.
+	e, err := nodetest.New(ctx, nodetest.Options{Name: "benchspark", Images: []string{"spark"}, Logger: nodetest.StderrLogger("BENCHSPARK_LOG"), Logf: logf})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := e.close(); cerr != nil {
+		if cerr := e.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("teardown: %w", cerr))
 		}
 	}()
+	img := e.Imported["spark"]
 	fmt.Printf("image_built=%t cluster_startup_s=%.2f node_startup_s=%.2f image_import_s=%.2f\n",
-		e.image.Built, e.cluster.StartupTime.Seconds(), e.node.StartupTime.Seconds(), e.imported.Seconds())
-	if _, err := nodetest.HostPathClaim(ctx, e.cluster, "lidar", dir); err != nil {
+		img.Built, e.Cluster.StartupTime.Seconds(), e.Node.StartupTime.Seconds(), img.Import.Seconds())
+	if err := nodetest.SparkDriverRBAC(ctx, e.Cluster); err != nil {
 		return err
 	}
-	if err := nodetest.MakeLidarPrograms(ctx, e.cluster); err != nil {
+	if _, err := nodetest.HostPathClaim(ctx, e.Cluster, "lidar", dir); err != nil {
+		return err
+	}
+	if err := nodetest.MakeLidarPrograms(ctx, e.Cluster); err != nil {
 		return err
 	}
 
@@ -131,24 +137,24 @@ var idleLine = regexp.MustCompile(`lidar: idle [0-9.]+ s with ([0-9]+) executors
 
 // runJob submits spec, follows its executors until it ends, checks its
 // output against want and returns its figures.
-func runJob(ctx context.Context, e *env, name, spec, dir string, want lidar.Figures) (result, error) {
+func runJob(ctx context.Context, e *nodetest.Env, name, spec, dir string, want lidar.Figures) (result, error) {
 	var r result
 	if err := os.RemoveAll(filepath.Join(dir, "cleaned")); err != nil {
 		return r, err
 	}
 	submitted := time.Now()
-	sub, err := e.client.SubmitJob(ctx, []byte(spec), "")
+	sub, err := e.SubmitJob(ctx, []byte(spec), "")
 	if err != nil {
 		return r, err
 	}
 	logf("%s: submitted %s", name, sub.JobID)
-	w := nodetest.WatchExecutors(ctx, e.client, sub.JobID)
+	w := nodetest.WatchExecutors(ctx, e.Client, sub.JobID)
 	j, tasks, err := w.Wait()
 	if err != nil {
 		return r, err
 	}
 	var log bytes.Buffer
-	if err := e.client.Logs(ctx, sub.JobID, "", false, &log); err != nil {
+	if err := e.Logs(ctx, sub.JobID, "", false, &log); err != nil {
 		return r, fmt.Errorf("job logs: %w", err)
 	}
 	if j.State != structs.JobSucceeded {
@@ -172,3 +178,5 @@ func runJob(ctx context.Context, e *env, name, spec, dir string, want lidar.Figu
 		name, j.State, r.seconds, r.peak, r.final, r.executorSeconds, got.Points)
 	return r, nil
 }
+
+func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
