@@ -59,7 +59,15 @@ resources: {cpu: 250m, memory: 128Mi}
 		require.NoError(t, err)
 		t.Logf("container log:\n%s", kubelog)
 		assert.Contains(t, string(kubelog), "pid 1: /app/atom run ", "atom is the container's PID 1")
-		assert.Contains(t, string(kubelog), "line 1\nline 2\nline 3\n")
+		// stdout and stderr are two pipes: their lines interleave as the
+		// kubelet reads them, each stream's in its own order.
+		var stdout []string
+		for _, l := range strings.Split(string(kubelog), "\n") {
+			if strings.HasPrefix(l, "line ") {
+				stdout = append(stdout, l)
+			}
+		}
+		assert.Equal(t, []string{"line 1", "line 2", "line 3"}, stdout)
 		assert.Contains(t, string(kubelog), "to-stderr\n")
 
 		out := e.CLI(t, "job", "logs", string(id))
