@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/taskenv"
 
 	"github.com/atom-sched/atom/coordinator/local"
+	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -198,7 +200,10 @@ func (b *LocalBackend) pump() {
 		default:
 			continue
 		}
-		if err := b.report(id, ev); err != nil {
+		if err := b.report(id, ev); errors.Is(err, server.ErrTaskEnded) {
+			// atom reported the end itself, just before it exited.
+			b.log.Debug("task report after its end", "task", id, "err", err)
+		} else if err != nil {
 			b.log.Warn("task report failed", "task", id, "err", err)
 		}
 		if ev.State != structs.TaskRunning {

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -113,7 +115,10 @@ func (b *Backend) nodeLost(ctx context.Context, id structs.TaskID, p *corev1.Pod
 	b.mu.Unlock()
 	if !ended(last) {
 		msg := fmt.Sprintf("node %s has not been Ready for %s", p.Spec.NodeName, d.Round(time.Second))
-		if err := b.report(id, state.TaskEvent{State: structs.TaskLost, Message: msg}); err != nil {
+		err := b.report(id, state.TaskEvent{State: structs.TaskLost, Message: msg})
+		if errors.Is(err, server.ErrTaskEnded) {
+			b.log.Debug("task report after its end", "task", id, "pod", p.Name, "err", err)
+		} else if err != nil {
 			b.log.Warn("task report failed", "task", id, "pod", p.Name, "err", err)
 			b.mu.Lock()
 			b.reported[id] = last // the next sweep tries again

@@ -274,7 +274,7 @@ func deepBlock(n int) string {
 
 func TestFallbacksBounded(t *testing.T) {
 	t.Parallel()
-	head := "kind: spark\nname: x\nreplicas: 10000\nresources: {cpu: 1}\nspark: {mainApplicationFile: /app.py}\nfallbacks:\n"
+	head := "kind: command\nname: x\ncommand: [./etl]\nreplicas: 10000\nresources: {cpu: 1}\nfallbacks:\n"
 	var b strings.Builder
 	for i := 0; i < MaxFallbacks; i++ {
 		fmt.Fprintf(&b, "  - {replicas: %d}\n", 10000-1-i)
@@ -341,7 +341,7 @@ func TestFallbackScalesCPUAndMemory(t *testing.T) {
 		},
 	}, {
 		name: "a cpu job may ask for less cpu per replica",
-		spec: "kind: spark\nname: x\nreplicas: 5\nresources: {cpu: 8, memory: 32Gi}\nspark: {mainApplicationFile: /app.py}\n" +
+		spec: "kind: command\nname: x\ncommand: [./etl]\nreplicas: 5\nresources: {cpu: 8, memory: 32Gi}\n" +
 			"fallbacks: [{cpu: 4}, {replicas: 3, cpu: 12, memory: 48Gi}]",
 		want: []Shape{{Replicas: 5, Resources: r(4000, 32*gi, "", 0)}, {Replicas: 3, Resources: r(12000, 48*gi, "", 0)}},
 	}}

@@ -119,6 +119,14 @@ func (s *JobSpec) spark(j *Job) error {
 		return &FieldError{Field: "spark", Msg: fmt.Sprintf("is not allowed for kind %s: only kind spark takes a spark section", s.Kind)}
 	case s.Spark == nil:
 		return nil
+	case s.Replicas != nil && *s.Replicas != 1:
+		return bad("replicas", *s.Replicas, "use 1 (or leave it out): a spark job's one replica is its driver; its executors are spark.executor.instances or spark.dynamicAllocation")
+	case len(s.Command) > 0 || len(s.Args) > 0:
+		field := "command"
+		if len(s.Command) == 0 {
+			field = "args"
+		}
+		return &FieldError{Field: field, Msg: "is not allowed for kind spark: the driver runs spark-submit with spark.mainApplicationFile and spark.arguments"}
 	}
 	ss := s.Spark
 	sp := &Spark{MainClass: ss.MainClass, Arguments: append([]string(nil), ss.Arguments...)}

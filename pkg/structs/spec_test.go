@@ -80,22 +80,21 @@ cache: {datasets: [lidar/2024-05]}
 			CacheMountPath: "/mnt/cache", Datasets: []string{"lidar/2024-05"},
 		},
 	}, {
-		name: "low spark job that may drop executors",
+		name: "low spark job whose driver may take less cpu",
 		spec: `
 kind: spark
 name: clean-lidar
 priority: low
 image: registry.local/data/spark:3.5
-replicas: 5
 resources: {cpu: 8, memory: 32Gi}
-fallbacks: [{replicas: 3}]
+fallbacks: [{cpu: 4}]
 spark: {mainApplicationFile: "local:///opt/spark/jobs/clean.py"}
 `,
 		want: &Job{
 			Kind: KindSpark, Name: "clean-lidar", Owner: "u1", Priority: PriorityLow,
 			Image:    "registry.local/data/spark:3.5",
-			Replicas: 5, Resources: Resources{MilliCPU: 8000, Memory: 32 * gi},
-			Fallbacks:      []Shape{{Replicas: 3, Resources: Resources{MilliCPU: 8000, Memory: 32 * gi}}},
+			Replicas: 1, Resources: Resources{MilliCPU: 8000, Memory: 32 * gi},
+			Fallbacks:      []Shape{{Replicas: 1, Resources: Resources{MilliCPU: 4000, Memory: 32 * gi}}},
 			DowngradeAfter: 10 * time.Minute, PendingTimeout: DefaultPendingTimeout, RestartPolicy: RestartNever,
 			Spark: &Spark{MainApplicationFile: "local:///opt/spark/jobs/clean.py", ServiceAccount: "spark",
 				Executor: SparkExecutor{Instances: 2, Cores: 1, Memory: gi}},

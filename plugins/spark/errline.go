@@ -27,6 +27,8 @@ const maxLine = 16 << 10
 //     into it);
 //   - `Error: ...`, spark-submit's own refusals (a bad option, a main
 //     class it cannot load);
+//   - `python3: can't open file '...': [Errno 2] ...`, a Python main file
+//     that is not there;
 //
 // and, when none came, the first of the weaker ones: an exception line
 // at the margin (`java.lang.OutOfMemoryError: ...`, `SyntaxError: ...`),
@@ -63,6 +65,9 @@ type ErrorStream struct {
 var (
 	jvmMain   = regexp.MustCompile(`^Exception in thread "main" \S`)
 	submitErr = regexp.MustCompile(`^Error: \S`)
+	// Python's refusal of a main file it cannot read:
+	// "python3: can't open file '/jobs/clean.py': [Errno 2] No such file or directory".
+	pyNoFile = regexp.MustCompile(`^\S*python[\d.]*: can't open file `)
 	// An exception's class and message at the margin: Java's dotted class
 	// names, Python's names (which may be dotted too).
 	exceptionLine = regexp.MustCompile(`^([A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(Exception|Error|Exit|Interrupt)(: .*)?$`)
@@ -109,7 +114,7 @@ func (s *ErrorStream) scan(line string) {
 		return
 	}
 	switch {
-	case jvmMain.MatchString(line), submitErr.MatchString(line):
+	case jvmMain.MatchString(line), submitErr.MatchString(line), pyNoFile.MatchString(line):
 		s.e.found(line, true)
 	case exceptionLine.MatchString(line), logError.MatchString(line):
 		s.e.found(line, false)

@@ -38,6 +38,9 @@ func TestErrorLine(t *testing.T) {
 			"26/12/03 11:27:23 ERROR SparkContext: Error initializing SparkContext."},
 		{"a Python syntax error, which has no traceback header",
 			"  File \"/a.py\", line 1\n    def (\n        ^\nSyntaxError: invalid syntax\n", "", "SyntaxError: invalid syntax"},
+		{"a Python main file that is not there", "26/12/04 03:20:11 INFO ShutdownHookManager: Shutdown hook called\n",
+			"/venv/bin/python3: can't open file '/tmp/missing.py': [Errno 2] No such file or directory\n",
+			"/venv/bin/python3: can't open file '/tmp/missing.py': [Errno 2] No such file or directory"},
 		{"nothing that says why", "done\n", "26/12/03 11:27:22 INFO X: bye\n", ""},
 	}
 	for _, tc := range cases {
