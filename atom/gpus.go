@@ -27,12 +27,23 @@ func gpusCommand() *cli.Command {
 			"the addresses are those ordinals, 0 to n-1 in the allocation's order (a container sees only its GPUs; on the\n" +
 			"local backend atom gives the job CUDA_VISIBLE_DEVICES of its own), as Spark hands them to tasks and plugins\n" +
 			"that select a device by ordinal. The GPUs are NVML's, or the simulated node's (ATOM_SIMULATED_GPUS).\n" +
+			"Without ATOM_ACCELERATORS (not in a task of atom's: a Spark executor's container) every GPU NVML sees.\n" +
 			"A failed check exits 3 saying why.",
 		Flags: append(allocFlags(), &cli.BoolFlag{Name: "spark", Usage: "print Spark's resource discovery JSON"}),
 		Action: func(c *cli.Context) error {
 			a, err := readGPUs(c)
 			if err != nil {
 				return cli.Exit("atom: "+err.Error(), exitUsage)
+			}
+			if !c.IsSet("accelerators") && !a.SimulatedGPUs {
+				// Not under atom (a Spark executor, whose container
+				// runs Spark's entrypoint): the GPUs are those the
+				// device plugin gave the container, all NVML sees.
+				if devs, err := (gpu.NVML{}).Devices(); err == nil {
+					for i := range devs {
+						a.GPU.Accelerators = append(a.GPU.Accelerators, i)
+					}
+				}
 			}
 			res, err := gpu.Preflight(lister(a), a.GPU)
 			if err != nil {

@@ -2,7 +2,8 @@
 # make gpu-check: atom's real NVML path on a machine with NVIDIA GPUs.
 #   1. atom preflight with every GPU allocated as its real model: passes
 #      and prints the UUIDs;
-#   2. the same allocation as another model: refused (exit 3);
+#   2. the same allocation as another model: refused (exit 3); atom gpus
+#      --spark outside a task (a Spark executor's discovery) lists them all;
 #   3. a job on `coordinator dev --real-gpus` asking for every GPU: atom
 #      checks them with NVML before the command runs, and the command sees
 #      ATOM_GPU_UUIDS and CUDA_VISIBLE_DEVICES;
@@ -28,6 +29,12 @@ echo "== 2. preflight: the same GPUs allocated as V100 must be refused"
 ATOM_ACCELERATORS=$accels ATOM_ACCEL_TYPE=V100 "$BIN/atom" preflight
 rc=$?
 [ "$rc" -eq 3 ] || fail "wrong model not refused (exit $rc, want 3)"
+
+echo "== 2b. atom gpus --spark outside a task (a Spark executor's discovery script): every GPU"
+out=$("$BIN/atom" gpus --spark) || fail "atom gpus --spark without an allocation"
+echo "$out"
+want="{\"name\":\"gpu\",\"addresses\":[$(seq -s, 0 $((n - 1)) | sed 's/[0-9]*/"&"/g')]}"
+[ "$out" = "$want" ] || fail "atom gpus --spark printed $out, want $want"
 
 echo "== 3. a job on coordinator dev --real-gpus"
 work=$(mktemp -d)

@@ -104,6 +104,10 @@ func TestBuildImages(t *testing.T) {
 		assert.Contains(t, out, "version 4.")
 		assert.Contains(t, out, "the in-container agent of atom jobs", "/app/atom hands anything but Spark's commands to atom")
 
+		// Spark's default GPU discovery script is atom's: no GPU here.
+		out = imagestest.MustRun(t, ctx, "spark", nil, "/opt/spark/examples/src/main/scripts/getGpusResources.sh")
+		assert.Equal(t, "{\"name\":\"gpu\",\"addresses\":[]}\n", out)
+
 		// Spark in local mode, with its Python workers.
 		out = imagestest.MustRun(t, ctx, "spark", local, "spark-submit", "--master", "local[1]",
 			"--conf", "spark.ui.enabled=false", "/opt/spark/examples/src/main/python/pi.py", "2")
