@@ -60,6 +60,10 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
+	if len(tasks) == 0 {
+		fmt.Fprintf(w, "(no output: job %s has no task yet (%s); coordinator job why %s says why)\n", js.Job.ID, js.Job.State, js.Job.ID)
+		return 0, nil, nil
+	}
 	budget := int64(maxLogBytes)
 	for i, t := range tasks {
 		if len(tasks) > 1 {

@@ -165,3 +165,22 @@ func TestLogsUnderTheLimitUncut(t *testing.T) {
 	srv, _ := logsEnv(t, 1, func(int) io.ReadCloser { return stream(out) })
 	assert.True(t, string(out) == getLogs(t, srv, ""), "the whole output, as it is")
 }
+
+// TestLogsOfAJobWithNoTask: a job not placed yet has no output, and the
+// answer says so and where to look.
+func TestLogsOfAJobWithNoTask(t *testing.T) {
+	store := apitest.NewStore()
+	store.Load(t, apitest.Cluster)
+	s, err := structs.ParseJobSpec([]byte(`{kind: command, name: noisy, command: [run], resources: {cpu: "1", memory: 1Gi}}`))
+	require.NoError(t, err)
+	j, err := s.ToJob("u1")
+	require.NoError(t, err)
+	j.ID = "noisy-1"
+	store.Must(t, &state.JobSubmit{Job: j, Now: apitest.T0}) // no scheduling cycle: Pending, no task
+	tf, err := api.ParseTokens([]byte("users: [{name: admin, token: " + logsToken + ", admin: true}]\n"))
+	require.NoError(t, err)
+	srv := httptest.NewServer(api.New(store, api.Config{Tokens: tf, Clock: func() time.Time { return apitest.T0 },
+		Logs: func(structs.TaskID, bool) (io.ReadCloser, error) { return nil, fs.ErrNotExist }}))
+	t.Cleanup(srv.Close)
+	assert.Equal(t, "(no output: job noisy-1 has no task yet (Pending); coordinator job why noisy-1 says why)\n", getLogs(t, srv, ""))
+}
