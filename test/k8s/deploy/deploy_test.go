@@ -247,6 +247,7 @@ func checkRBAC(ctx context.Context, t *testing.T, c *k8stest.Cluster) {
 		assert.True(t, may(v, pvcs, ""), "persistentvolumeclaims %s", v)
 	}
 	assert.True(t, may("create", pods, "binding"), "pods/binding create")
+	assert.True(t, may("get", pods, "log"), "pods/log get (job logs)")
 	// No Secret at all: task Pods exchange their bound service-account
 	// token, which the coordinator reviews (TokenReview), cluster-wide.
 	for _, v := range []string{"create", "delete", "get", "list", "watch"} {
