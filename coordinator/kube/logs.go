@@ -69,6 +69,9 @@ func (b *Backend) logsError(id structs.TaskID, name string, err error) error {
 	case apierrors.IsBadRequest(err) && strings.Contains(err.Error(), "waiting to start"):
 		// The container is being created or its image pulled.
 		return fmt.Errorf("its Pod %s has not started its container yet (%s): %w", pod, apiMessage(err), fs.ErrNotExist)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("read the log of Pod %s through the API server: %s: the coordinator's identity may not get pods/log: apply deploy/rbac.yaml (ClusterRole atom-coordinator, which grants it) and bind it to the user of the cluster's kubeconfig, or to its service account in the cluster",
+			pod, apiMessage(err))
 	}
 	return fmt.Errorf("read the log of Pod %s through the API server: %s", pod, apiMessage(err))
 }
