@@ -502,8 +502,8 @@ func (n *RealNode) importImage(ctx context.Context, archive, ref string) error {
 	args := []string{"--address", n.ContainerdSocket, "--namespace", "k8s.io", "images", "import", "--base-name", repo, "--index-name", ref, archive}
 	// containerd 1.6 now and then fails an import with "content digest
 	// sha256:...: not found" (its garbage collection racing the import's
-	// blobs, seen about once in tens of node starts): tried again, it
-	// imports.
+	// blobs, seen about once in tens of node starts): the image it left
+	// removed, tried again, it imports.
 	for try := 1; ; try++ {
 		out, err := exec.CommandContext(ctx, n.tools.Ctr, args...).CombinedOutput()
 		if err == nil {
@@ -512,7 +512,15 @@ func (n *RealNode) importImage(ctx context.Context, archive, ref string) error {
 		if try == 3 || !strings.Contains(string(out), "not found") || ctx.Err() != nil {
 			return fmt.Errorf("import %s as %s (ctr images import, %d tries): %v: %s", archive, ref, try, err, out)
 		}
-		n.logf("real node %s: import of %s failed (%s); trying again", n.Name, ref, strings.TrimSpace(string(out)))
+		n.logf("real node %s: import of %s failed (%s); removing the image it left and trying again", n.Name, ref, strings.TrimSpace(string(out)))
+		// The failed import leaves the image's record pointing at the
+		// content it lost: imported again, the record is kept and the
+		// content not written, so every later try fails alike.
+		_ = n.Ctr("images", "rm", ref).Run()
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	// The CRI plugin learns of it from an event, and labels it when it has.
 	filter := fmt.Sprintf(`name==%s,labels."io.cri-containerd.image"==managed`, ref)

@@ -48,7 +48,10 @@ func TestFaults(t *testing.T) {
 		pod, err := e.Pod(t, tasks[0].ID)
 		require.NoError(t, err)
 		atomPID := containerPID(t, e, pod)
-		assert.Equal(t, "/app/atom", cmdline(atomPID)[0], "the container's init is atom")
+		// The Pod is Running once runc has started the container; its
+		// init may still be runc's, about to exec atom.
+		require.Eventually(t, func() bool { return cmdline(atomPID)[0] == "/app/atom" }, 10*time.Second, 20*time.Millisecond,
+			"the container's init is atom: %q", cmdline(atomPID))
 		sleep := waitDescendant(t, atomPID, "sleep")
 		require.NoError(t, syscallKill(sleep))
 		j, tasks := e.WaitJob(t, id, "ends", nodetest.Ended)
