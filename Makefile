@@ -18,7 +18,7 @@ build: deps deps-cache
 
 test: deps deps-mpi deps-cache deps-etcd deps-node k8s-tools deps-spark deps-images
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 # atom's real NVML path on a machine with NVIDIA GPUs: the preflight of
 # every GPU, a wrong model refused, and a job on coordinator dev --real-gpus
