@@ -157,6 +157,8 @@ func (s *server) routes(reg *prometheus.Registry) {
 	s.handle("GET /v1/jobs/{id}", authUser, s.getJob)
 	s.handle("GET /v1/jobs/{id}/why", authUser, s.whyJob)
 	s.handle("GET /v1/jobs/{id}/logs", authUser, s.jobLogs)
+	s.handle("GET /v1/jobs/{id}/events", authUser, s.jobEvents)
+	s.handle("GET /v1/events", authUser, s.listEvents)
 	s.handle("POST /v1/jobs/{id}/cancel", authUser, s.cancelJob)
 	s.handle("POST /v1/jobs/{id}/scale", authUser, s.scaleJob)
 

@@ -153,6 +153,9 @@ func TestAccessMatrix(t *testing.T) {
 		{"GET", "/v1/jobs", "", all, nil},
 		{"GET", "/v1/jobs/web-1", "", jobAccess, nil},
 		{"GET", "/v1/jobs/web-1/why", "", jobAccess, nil},
+		{"GET", "/v1/jobs/web-1/events", "", jobAccess, nil},
+		// Everyone may list events: each sees those of the jobs they may see.
+		{"GET", "/v1/events", "", all, nil},
 		// The test API keeps no logs: past the access check, 501.
 		{"GET", "/v1/jobs/web-1/logs", "", [4]int{notimpl, notfound, notimpl, notimpl}, nil},
 		{"POST", "/v1/jobs/web-1/cancel", "", jobAccess, nil},

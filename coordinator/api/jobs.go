@@ -261,7 +261,7 @@ func (s *server) cancelJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 	if js.Job.State.Ended() {
 		return 0, nil, errorf(http.StatusConflict, "job %s already ended (%s): there is nothing to cancel", id, js.Job.State)
 	}
-	if _, err := s.apply(r.Context(), &state.JobCancel{ID: id, Now: s.clock()}); err != nil {
+	if _, err := s.apply(r.Context(), &state.JobCancel{ID: id, Now: s.clock(), By: c.user}); err != nil {
 		return 0, nil, conflictIfInvalid(err)
 	}
 	js, err = s.jobStatus(r.Context(), id, c)
@@ -292,7 +292,7 @@ func (s *server) scaleJob(_ http.ResponseWriter, r *http.Request, c caller) (int
 	case *req.Replicas < 0 || *req.Replicas > structs.MaxReplicas:
 		return 0, nil, &structs.FieldError{Field: "replicas", Msg: fmt.Sprintf("%d is not allowed: use 0 (park the service) to %d", *req.Replicas, structs.MaxReplicas)}
 	}
-	if _, err := s.apply(r.Context(), &state.ServiceScale{ID: id, Replicas: *req.Replicas, Now: s.clock()}); err != nil {
+	if _, err := s.apply(r.Context(), &state.ServiceScale{ID: id, Replicas: *req.Replicas, Now: s.clock(), By: c.user}); err != nil {
 		return 0, nil, err
 	}
 	js, err = s.jobStatus(r.Context(), id, c)

@@ -105,7 +105,7 @@ func Main(args []string) int {
 }
 
 func clientCommands() []*cli.Command {
-	return []*cli.Command{jobCommand(), serviceCommand(), quotaCommand(), poolCommand(), nodeCommand(), clusterCommand(), volumeCommand()}
+	return []*cli.Command{jobCommand(), serviceCommand(), eventsCommand(), quotaCommand(), poolCommand(), nodeCommand(), clusterCommand(), volumeCommand()}
 }
 
 // usageError is a command used wrongly; it exits 2.

@@ -50,6 +50,7 @@ func jobCommand() *cli.Command {
 			},
 			{Name: "status", Usage: "show a job and its tasks", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobStatus},
 			{Name: "why", Usage: "say why a job is pending", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobWhy},
+			jobEventsCommand(),
 			{Name: "cancel", Usage: "cancel a job", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobCancel},
 			{Name: "logs", Usage: "show a job's output (stdout and stderr of its tasks)", ArgsUsage: "ID", Action: jobLogs,
 				Flags: []cli.Flag{

@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/atom-sched/atom/pkg/sched"
@@ -94,7 +95,7 @@ func (c *ExecutorPreempt) apply(s *State) (any, error) {
 		seen[p.Victim] = true
 	}
 	for _, p := range c.Preemptions {
-		s.stopVictim(p)
+		s.stopVictim(p, c.Now)
 	}
 	r.Made, r.Freed = s.Index, time.Time{}
 	s.Reservations = append(slices.Clone(s.Reservations), r)
@@ -112,19 +113,38 @@ func (s *State) liveTasks(id structs.JobID) bool {
 }
 
 // stopVictim stops every live task of low job p.Victim for p.Preemptor
-// (it is requeued once they have stopped).
-func (s *State) stopVictim(p sched.Preemption) {
+// (it is requeued once they have stopped), recording it on both jobs.
+func (s *State) stopVictim(p sched.Preemption, now time.Time) {
 	v := s.Jobs[p.Victim]
 	if v == nil || v.State.Ended() || v.Priority != structs.PriorityLow {
 		return
 	}
+	var nodes []string
+	var lost int64
 	for _, t := range s.TasksOf(p.Victim) {
 		if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {
 			s.putTask(t.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, structs.StopPreempted })
+			lost += gpuSeconds(t, now)
+			if !slices.Contains(nodes, string(t.Node)) {
+				nodes = append(nodes, string(t.Node))
+			}
 		}
 	}
 	s.dropHeld(p.Victim) // a spark job's executors' room goes with it
 	s.putJob(p.Victim, func(j *structs.Job) { j.Reason = "preempted by " + string(p.Preemptor) })
+	on := ""
+	if len(nodes) > 0 {
+		on = " on " + strings.Join(nodes, ", ")
+	}
+	msg := fmt.Sprintf("preempted by %s: stopping its tasks%s", p.Preemptor, on)
+	if lost > 0 {
+		msg += fmt.Sprintf(" (%d GPU-seconds run in this attempt)", lost)
+	}
+	s.record(structs.Event{Time: now, Job: p.Victim, Type: structs.EventPreempted, Related: p.Preemptor, GPUSeconds: lost, Message: msg})
+	if s.Jobs[p.Preemptor] != nil {
+		s.record(structs.Event{Time: now, Job: p.Preemptor, Type: structs.EventPreempting, Related: p.Victim,
+			Message: fmt.Sprintf("preempting low-priority job %s%s to make room", p.Victim, on)})
+	}
 }
 
 // checkNear checks that node is ready and in the cluster of near.

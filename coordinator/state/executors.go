@@ -87,10 +87,12 @@ func (c *ExecutorAdd) apply(s *State) (any, error) {
 	if s.Tasks[id] != nil {
 		return nil, fmt.Errorf("task %s: %w", id, ErrExists)
 	}
-	s.addTask(&structs.Task{
+	t := &structs.Task{
 		ID: id, Job: j.ID, Index: next, Attempt: j.Attempt, Node: c.Node, Pool: c.Pool, Priority: j.Priority,
 		State: structs.TaskScheduled, Resources: c.Resources, Accels: c.Accels, Executor: c.Pod, ScheduledAt: c.Now,
-	})
+	}
+	s.addTask(t)
+	s.placedEvent(c.Now, t, "")
 	s.Tokens[id] = c.Token
 	s.Reservations = held
 	s.dropExecutorReservation(j.ID, c.Pod) // the room preempted for it, if any

@@ -74,6 +74,7 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 	if c.RequestID != "" {
 		s.Requests[c.RequestID] = jj.ID
 	}
+	s.jobEvent(c.Now, jj.ID, structs.EventSubmitted, "submitted by %s%s: %s priority, %d replica(s) of %s", jj.Owner, projectSuffix(jj.Project), jj.Priority, jj.Replicas, jj.Resources)
 	return SubmitResult{JobID: jj.ID}, nil
 }
 
@@ -103,10 +104,12 @@ func specDiffers(o, j *structs.Job) string {
 	return ""
 }
 
-// JobCancel ends a job: Cancelled, quota released, tasks stopped.
+// JobCancel ends a job: Cancelled, quota released, tasks stopped. By,
+// if set, is who cancelled it (for its events).
 type JobCancel struct {
-	ID  structs.JobID `json:"id"`
-	Now time.Time     `json:"now"`
+	ID  structs.JobID  `json:"id"`
+	Now time.Time      `json:"now"`
+	By  structs.UserID `json:"by,omitempty"`
 }
 
 func (*JobCancel) Type() MsgType { return MsgJobCancel }
@@ -119,7 +122,11 @@ func (c *JobCancel) apply(s *State) (any, error) {
 	if j.State.Ended() {
 		return nil, invalidf("job %s already ended (%s)", c.ID, j.State)
 	}
-	s.endJob(c.ID, structs.JobCancelled, "cancelled", c.Now, structs.StopCancelled)
+	said := "cancelled"
+	if c.By != "" {
+		said += " by " + string(c.By)
+	}
+	s.endJobSaying(c.ID, structs.JobCancelled, "cancelled", said, c.Now, structs.StopCancelled)
 	return nil, nil
 }
 
@@ -134,9 +141,10 @@ const ParkedReason = "scaled to 0 replicas"
 // it stays Running (reason ParkedReason) with its spec; scaled up from 0
 // it is Pending again, as at submit.
 type ServiceScale struct {
-	ID       structs.JobID `json:"id"`
-	Replicas int           `json:"replicas"`
-	Now      time.Time     `json:"now"`
+	ID       structs.JobID  `json:"id"`
+	Replicas int            `json:"replicas"`
+	Now      time.Time      `json:"now"`
+	By       structs.UserID `json:"by,omitempty"` // who scaled it (for its events)
 }
 
 func (*ServiceScale) Type() MsgType { return MsgServiceScale }
@@ -224,6 +232,7 @@ func (c *ServiceScale) apply(s *State) (any, error) {
 	if c.Replicas == 0 {
 		s.dropReservations(c.ID) // room held for it is free for others
 	}
+	s.scaledEvent(c, j.ShapeAt(j.Shape).Replicas, len(plan.Stop))
 	return nil, nil
 }
 
@@ -277,6 +286,7 @@ func (c *JobsExpire) apply(s *State) (any, error) {
 			delete(s.Tokens, id)
 		}
 	}
+	s.forgetEvents(gone)
 	for id := range gone {
 		delete(s.Jobs, id)
 		delete(s.Ended, id)

@@ -52,7 +52,7 @@ func (c *PlanCommit) apply(s *State) (any, error) {
 		res.Placed = append(res.Placed, pl.Job)
 	}
 	for _, p := range c.Plan.Preemptions {
-		s.stopVictim(p)
+		s.stopVictim(p, c.Now)
 	}
 	for _, to := range c.Plan.Timeouts {
 		j := s.Jobs[to.Job]
@@ -188,13 +188,19 @@ func taskID(j *structs.Job, tp sched.TaskPlacement) structs.TaskID {
 // place applies a checked placement.
 func (s *State) place(pl *sched.Placement, uses map[structs.NodeID]*use, now time.Time, tokens map[structs.TaskID]string) {
 	j := s.Jobs[pl.Job]
+	shape := ""
+	if pl.Shape > 0 {
+		shape = fmt.Sprintf(", fallback shape %d", pl.Shape)
+	}
 	for _, tp := range pl.Tasks {
 		id := taskID(j, tp)
-		s.addTask(&structs.Task{
+		t := &structs.Task{
 			ID: id, Job: j.ID, Index: tp.Index, Attempt: j.Attempt, Node: tp.Node, Pool: tp.Pool,
 			Priority: j.Priority, State: structs.TaskScheduled, Resources: tp.Resources, Accels: tp.Accels,
 			ScheduledAt: now,
-		})
+		}
+		s.addTask(t)
+		s.placedEvent(now, t, shape)
 		if tok, ok := tokens[id]; ok {
 			s.Tokens[id] = tok
 		}

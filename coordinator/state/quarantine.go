@@ -58,16 +58,7 @@ func (s *State) preflightFailed(t *structs.Task, e TaskEvent, current bool) (boo
 	// (afterStop, StopGang) with this reason and a new attempt.
 	reason := "requeued: " + why
 	s.putJob(j.ID, func(j *structs.Job) { j.Reason = reason })
-	stopped := false
-	for _, x := range s.TasksOf(j.ID) {
-		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {
-			s.putTask(x.ID, func(x *structs.Task) { x.State, x.StopReason = structs.TaskStopping, structs.StopGang })
-			stopped = true
-		}
-	}
-	if !stopped && !s.holding(s.Jobs[j.ID]) {
-		s.requeue(j.ID, reason, e.Time, false)
-	}
+	s.restart(j.ID, reason, e.Time)
 	return true, ""
 }
 
@@ -121,6 +112,9 @@ func (s *State) quarantine(t *structs.Task, bad structs.AccelMask, e TaskEvent) 
 	slices.SortFunc(n.Quarantined, func(a, b structs.Quarantine) int { return a.Accel - b.Accel })
 	s.Nodes[n.Name] = &n
 	s.admitter = nil
+	ev := taskEventOf(e.Time, t, structs.EventQuarantined, "%s of node %s quarantined: %s failed preflight%s", accelList(bad), t.Node, replicaName(t), suffix(clip(e.Message)))
+	ev.Accelerators = bad.Indices()
+	s.record(ev)
 }
 
 // keptQuarantine is what a NodeUpsert of n keeps of the node's

@@ -39,6 +39,7 @@ func (s *State) replicaExited(j *structs.Job, t *structs.Task, e TaskEvent) {
 			j.Reason += fmt.Sprintf(" after a back-off of %s (%d exits in a row)", wait, j.CrashLoop)
 		}
 	})
+	s.jobEvent(e.Time, j.ID, structs.EventRestarting, "%s", s.Jobs[j.ID].Reason)
 	s.pruneEnded(j.ID)
 }
 

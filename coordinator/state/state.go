@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/atom-sched/atom/pkg/sched"
@@ -32,6 +33,11 @@ type State struct {
 	Requests     map[string]structs.JobID               `json:"requests"` // client request ID -> job
 	Reservations []sched.Reservation                    `json:"reservations"`
 	Ended        map[structs.JobID]time.Time            `json:"ended"` // when each ended job ended (retention)
+	// Events is each job's event history; Recent the cluster's newest
+	// events; EventSeq the last event's number (events.go).
+	Events   map[structs.JobID]JobEvents `json:"events"`
+	Recent   []structs.Event             `json:"recent"`
+	EventSeq uint64                      `json:"eventSeq"`
 
 	// Derived indexes, rebuilt on demand (not serialised).
 	byJob    map[structs.JobID][]structs.TaskID // tasks of each job
@@ -52,6 +58,7 @@ func New() *State {
 		Tokens:   map[structs.TaskID]string{},
 		Requests: map[string]structs.JobID{},
 		Ended:    map[structs.JobID]time.Time{},
+		Events:   map[structs.JobID]JobEvents{},
 	}
 }
 
@@ -70,6 +77,7 @@ func (s *State) Clone() *State {
 	c.Tokens = maps.Clone(s.Tokens)
 	c.Requests = maps.Clone(s.Requests)
 	c.Ended = maps.Clone(s.Ended)
+	c.Events = maps.Clone(s.Events) // the event slices are append-only: shared
 	c.Reservations = slices.Clone(s.Reservations)
 	c.byJob, c.live, c.admitter = nil, nil, nil // derived; rebuilt by the copy's own Apply if any
 	return &c
@@ -301,6 +309,12 @@ func (s *State) putTask(id structs.TaskID, edit func(t *structs.Task)) *structs.
 // endJob ends job id in state st with reason: its charge is released, its
 // reservations dropped, its tasks that still run are told to stop.
 func (s *State) endJob(id structs.JobID, st structs.JobState, reason string, now time.Time, stop structs.StopReason) {
+	s.endJobSaying(id, st, reason, "", now, stop)
+}
+
+// endJobSaying is endJob whose event says said (e.g. who cancelled);
+// empty: the state and reason.
+func (s *State) endJobSaying(id structs.JobID, st structs.JobState, reason, said string, now time.Time, stop structs.StopReason) {
 	j := s.Jobs[id]
 	s.charge(j.ChargedScope, j.Charged, nil)
 	s.putJob(id, func(j *structs.Job) {
@@ -311,13 +325,40 @@ func (s *State) endJob(id structs.JobID, st structs.JobState, reason string, now
 		delete(s.live, nameOf(j))
 	}
 	s.dropReservations(id)
-	s.endWarming(j, "", "never started: the job ended while its cache was warmed", stop) // nothing to stop
+	s.endWarming(j, "", "never started: the job ended while its cache was warmed", stop, now) // nothing to stop
 	s.putJob(id, func(j *structs.Job) { j.WarmUps = nil })
+	stopping := 0
 	for _, t := range s.TasksOf(id) {
 		if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {
 			s.putTask(t.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, stop })
+			stopping++
 		}
 	}
+	msg := strings.ToLower(string(st))
+	switch {
+	case said != "":
+		msg = said
+	case reason != "" && reason != msg:
+		msg = reasonPhrase(msg, reason)
+	}
+	if stopping > 0 {
+		msg += fmt.Sprintf("; stopping %d task(s)", stopping)
+	}
+	s.jobEvent(now, id, jobEnd[st], "%s", msg)
+}
+
+// jobEnd is the event of each end state.
+var jobEnd = map[structs.JobState]structs.EventType{
+	structs.JobSucceeded: structs.EventSucceeded, structs.JobFailed: structs.EventFailed, structs.JobCancelled: structs.EventCancelled,
+}
+
+// reasonPhrase joins a state word and its reason: "cancelled by u1"
+// when the reason starts with the word, else "failed: PendingTimeout".
+func reasonPhrase(word, reason string) string {
+	if strings.HasPrefix(reason, word) {
+		return reason
+	}
+	return word + ": " + reason
 }
 
 func (s *State) dropReservations(id structs.JobID) {

@@ -73,7 +73,8 @@ func (s *State) taskEvent(e TaskEvent) {
 	}
 	j := s.Jobs[t.Job]
 	if e.State == structs.TaskRunning {
-		s.putTask(t.ID, func(t *structs.Task) {
+		started := t.State == structs.TaskScheduled
+		t = s.putTask(t.ID, func(t *structs.Task) {
 			if t.State == structs.TaskScheduled {
 				t.State, t.StartedAt = structs.TaskRunning, e.Time
 			}
@@ -84,14 +85,19 @@ func (s *State) taskEvent(e TaskEvent) {
 				t.Endpoint = e.Endpoint
 			}
 		})
+		if started {
+			s.record(taskEventOf(e.Time, t, structs.EventStarted, "%s started on %s", replicaName(t), t.Node))
+		}
 		if j != nil && j.State == structs.JobScheduled && s.allRunning(j) {
 			s.putJob(j.ID, func(j *structs.Job) { j.State = structs.JobRunning })
+			s.jobEvent(e.Time, j.ID, structs.EventRunning, "running: %d replica(s) started", s.runningReplicas(j))
 		}
 		return
 	}
 	stopping, reason := t.State == structs.TaskStopping, t.StopReason
 	unstarted := t.State == structs.TaskScheduled && e.State == structs.TaskLost
-	s.putTask(t.ID, func(t *structs.Task) { t.State, t.ExitCode, t.Message = e.State, e.ExitCode, endMessage(e) })
+	ended := s.putTask(t.ID, func(t *structs.Task) { t.State, t.ExitCode, t.Message = e.State, e.ExitCode, endMessage(e) })
+	s.taskEnded(ended, e, reason, stopping)
 	if t.Executor != "" {
 		// A Spark executor is no replica: Spark handles its end. One
 		// atom stopped may be the last task its job waited for.
@@ -140,17 +146,41 @@ func (s *State) lostUnstarted(j *structs.Job, t *structs.Task, e TaskEvent) bool
 	reason := fmt.Sprintf("requeued: replica %d was lost before it started%s", t.Index, suffix(e.Message))
 	s.putJob(j.ID, func(j *structs.Job) { j.LostUnstarted++; j.Reason = reason })
 	s.dropHeld(j.ID)
-	stopped := false
-	for _, x := range s.TasksOf(j.ID) {
+	s.restart(j.ID, reason, e.Time)
+	return true
+}
+
+// restart stops the live tasks of job id's current attempt (a gang
+// restart) so that it is requeued with reason once they have stopped
+// (afterStop); with none left to stop, it is requeued now.
+func (s *State) restart(id structs.JobID, reason string, now time.Time) {
+	j := s.Jobs[id]
+	stopped := 0
+	for _, x := range s.TasksOf(id) {
 		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {
 			s.putTask(x.ID, func(x *structs.Task) { x.State, x.StopReason = structs.TaskStopping, structs.StopGang })
-			stopped = true
+			stopped++
 		}
 	}
-	if !stopped && !s.holding(s.Jobs[j.ID]) {
-		s.requeue(j.ID, reason, e.Time, false)
+	switch {
+	case stopped > 0:
+		s.jobEvent(now, id, structs.EventRestarting, "%s; stopping %d task(s) first", reason, stopped)
+	case s.holding(j):
+		s.jobEvent(now, id, structs.EventRestarting, "%s; once its stopping tasks have ended", reason)
+	default:
+		s.requeue(id, reason, now, false)
 	}
-	return true
+}
+
+// runningReplicas counts j's running replicas of its current attempt.
+func (s *State) runningReplicas(j *structs.Job) int {
+	n := 0
+	for _, t := range s.TasksOf(j.ID) {
+		if t.Attempt == j.Attempt && t.State == structs.TaskRunning && t.Executor == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // allRunning reports whether every replica of j's attempt is running
@@ -205,7 +235,7 @@ func (s *State) afterStop(id structs.JobID, reason structs.StopReason, now time.
 // any) stays: a pending job holds quota.
 func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempted bool) {
 	s.dropHeld(id) // a spark job's executors' room: held again when it is placed again
-	s.putJob(id, func(j *structs.Job) {
+	j := s.putJob(id, func(j *structs.Job) {
 		j.State, j.Reason = structs.JobPending, reason
 		j.Attempt++
 		j.WarmUps = nil
@@ -214,6 +244,7 @@ func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempte
 			j.Preemptions++
 		}
 	})
+	s.jobEvent(now, id, structs.EventRequeued, "pending again as attempt %d: %s", j.Attempt, reason)
 }
 
 // afterExit runs when a task ended on its own.
@@ -255,16 +286,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
 		j.BackoffUntil = e.Time.Add(structs.RestartBackoff(restarts + 1))
 	})
 	s.dropHeld(id)
-	stopped := false
-	for _, x := range s.TasksOf(id) {
-		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {
-			s.putTask(x.ID, func(x *structs.Task) { x.State, x.StopReason = structs.TaskStopping, structs.StopGang })
-			stopped = true
-		}
-	}
-	if !stopped && !s.holding(s.Jobs[id]) {
-		s.requeue(id, "restarting: "+why, e.Time, false)
-	}
+	s.restart(id, "restarting: "+why, e.Time)
 }
 
 // stoppedOutside is atom's report e of t's end after a SIGTERM the

@@ -105,11 +105,12 @@ func (s *State) noteWarmUp(j *structs.Job, pl *sched.Placement, now time.Time) {
 // endWarming ends j's tasks that wait for a warm-up: they never started,
 // so there is nothing to stop and no agent to report their end. They
 // keep why (msg) and, when their job was stopped, the stop's reason.
-func (s *State) endWarming(j *structs.Job, cluster structs.ClusterID, msg string, stop structs.StopReason) int {
+func (s *State) endWarming(j *structs.Job, cluster structs.ClusterID, msg string, stop structs.StopReason, now time.Time) int {
 	n := 0
 	for _, t := range s.TasksOf(j.ID) {
 		if nd := s.Nodes[t.Node]; s.Warming(t) && (cluster == "" || (nd != nil && nd.Cluster == cluster)) {
-			s.putTask(t.ID, func(t *structs.Task) { t.State, t.Message, t.StopReason = structs.TaskFailed, msg, stop })
+			t = s.putTask(t.ID, func(t *structs.Task) { t.State, t.Message, t.StopReason = structs.TaskFailed, msg, stop })
+			s.record(taskEventOf(now, t, structs.EventFailed, "%s %s", replicaName(t), msg))
 			n++
 		}
 	}
@@ -122,7 +123,7 @@ func (s *State) endWarming(j *structs.Job, cluster structs.ClusterID, msg string
 // service's replicas are placed again by the next cycle.
 func (s *State) warmUpFailed(j *structs.Job, cluster structs.ClusterID, msg string, now time.Time) {
 	why := fmt.Sprintf("%s: cache warm-up of cluster %s failed: %s", structs.ReasonWarmUpFailed, cluster, msg)
-	s.endWarming(j, cluster, "never started: "+why, "")
+	s.endWarming(j, cluster, "never started: "+why, "", now)
 	s.dropWarmUp(j.ID, cluster)
 	j = s.Jobs[j.ID]
 	if j.Kind == structs.KindService {
@@ -138,14 +139,5 @@ func (s *State) warmUpFailed(j *structs.Job, cluster structs.ClusterID, msg stri
 		j.Reason = "restarting: " + why
 		j.BackoffUntil = now.Add(structs.RestartBackoff(restarts + 1))
 	})
-	stopped := false
-	for _, x := range s.TasksOf(j.ID) {
-		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {
-			s.putTask(x.ID, func(x *structs.Task) { x.State, x.StopReason = structs.TaskStopping, structs.StopGang })
-			stopped = true
-		}
-	}
-	if !stopped && !s.holding(s.Jobs[j.ID]) {
-		s.requeue(j.ID, "restarting: "+why, now, false)
-	}
+	s.restart(j.ID, "restarting: "+why, now)
 }

@@ -146,3 +146,21 @@ type Peer struct {
 	// rsh), host:port; empty until its agent has reported one.
 	Endpoint string `json:"endpoint,omitempty"`
 }
+
+// EventList answers GET /v1/events and GET /v1/jobs/{id}/events: events
+// oldest first (structs.Event).
+type EventList struct {
+	// Job is set on a job's events.
+	Job    structs.JobID   `json:"job,omitempty"`
+	Events []structs.Event `json:"events"`
+	// Dropped, on a job's events, counts its oldest events no longer
+	// kept: a job keeps its newest 100.
+	Dropped int `json:"dropped,omitempty"`
+	// Truncated is set when older events that match were left out to
+	// keep to the limit.
+	Truncated bool `json:"truncated,omitempty"`
+	// Latest is the number (Seq) of the cluster's newest event, whether
+	// or not the caller may see it: ask with since=Latest for what
+	// comes after.
+	Latest uint64 `json:"latest"`
+}

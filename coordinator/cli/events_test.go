@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/coordinator/api/apitest"
+	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+func TestEventsCommands(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
+	e.Store.Schedule(t, apitest.T0)
+	e.Store.Report(t, "batch-00001-0-a0", structs.TaskRunning, apitest.T0)
+	must(t, e, "u1", "job", "cancel", "batch-00001")
+
+	assert.Equal(t, ""+
+		"TIME                 EVENT      ATTEMPT  MESSAGE\n"+
+		"2026-03-01 09:00:00  Submitted  0        submitted by u1: low priority, 1 replica(s) of cpu=1 memory=1Gi\n"+
+		"2026-03-01 09:00:00  Placed     0        replica 0 placed on c1: cpu=1 memory=1Gi\n"+
+		"2026-03-01 09:00:00  Started    0        replica 0 started on c1\n"+
+		"2026-03-01 09:00:00  Running    0        running: 1 replica(s) started\n"+
+		"2026-03-01 09:00:00  Cancelled  0        cancelled by u1; stopping 1 task(s)\n",
+		must(t, e, "u1", "job", "events", "batch-00001"))
+	var l wire.EventList
+	require.NoError(t, json.Unmarshal([]byte(must(t, e, "u1", "job", "events", "-o", "json", "batch-00001")), &l))
+	require.Len(t, l.Events, 5)
+	assert.Equal(t, structs.EventPlaced, l.Events[1].Type)
+	assert.Equal(t, structs.TaskID("batch-00001-0-a0"), l.Events[1].Task)
+
+	_, err := run(t, e, "u2", "job", "events", "batch-00001")
+	require.Error(t, err)
+	assert.Equal(t, "no events\n", must(t, e, "u2", "events"), "u2 sees none of u1's")
+
+	assert.Equal(t, ""+
+		"TIME                 JOB          EVENT      MESSAGE\n"+
+		"2026-03-01 09:00:00  batch-00001  Running    running: 1 replica(s) started\n"+
+		"2026-03-01 09:00:00  batch-00001  Cancelled  cancelled by u1; stopping 1 task(s)\n"+
+		"(older events left out: raise --limit, up to 1000)\n",
+		must(t, e, "admin", "events", "--limit", "2"))
+	assert.Equal(t, "no events\n", must(t, e, "admin", "events", "--since", "5"))
+	_, err = run(t, e, "admin", "events", "--since", "yesterday")
+	assert.EqualError(t, err, `--since "yesterday" is not allowed: use an event number or an RFC 3339 time such as 2026-12-03T13:30:00Z`)
+}
