@@ -23,6 +23,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/local"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/coordinator/ui"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -202,8 +203,11 @@ func Start(cfg Config) (*Daemon, error) {
 	fw.internal(mux)
 	probes(mux, srv)
 	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
-	mux.Handle("/", &freshReads{f: fw, next: api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, be, cfg.Server.ID), Volumes: volumesOf(be),
-		PodTokens: podTokensOf(be)})})
+	apiHandler := &freshReads{f: fw, next: api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, be, cfg.Server.ID), Volumes: volumesOf(be),
+		PodTokens: podTokensOf(be)})}
+	mux.Handle("/", apiHandler)
+	// The web dashboard, over the same API and tokens (coordinator/ui).
+	mux.Handle(ui.Prefix, ui.New(ui.Config{Store: fw, API: apiHandler, Tokens: cfg.Tokens}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cmp.Or(cfg.HTTPReadTimeout, time.Minute), IdleTimeout: cmp.Or(cfg.HTTPIdleTimeout, 2*time.Minute),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)} // TLS handshake failures, among others

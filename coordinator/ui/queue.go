@@ -1,0 +1,183 @@
+package ui
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/atom-sched/atom/coordinator/api"
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// queuePerPage is the Queue table's page size.
+const queuePerPage = 100
+
+// pendingSince is when j last became pending: its wait is measured from
+// there, and the scheduler orders by it.
+func pendingSince(j *structs.Job) time.Time {
+	if !j.PendingSince.IsZero() {
+		return j.PendingSince
+	}
+	return j.SubmitTime
+}
+
+// queueOrder is the scheduler's order (pkg/sched): higher priority first,
+// then longest waiting, then ID.
+func queueOrder(a, b *structs.Job) int {
+	if a.Priority != b.Priority {
+		return int(b.Priority) - int(a.Priority)
+	}
+	return cmp.Or(pendingSince(a).Compare(pendingSince(b)), cmp.Compare(a.ID, b.ID))
+}
+
+// queued is the queue in the scheduler's order: every job that wants
+// replicas placed (pending jobs, services short of replicas), each with
+// its place among all of them, and whether u may see it.
+type queued struct {
+	job     *structs.Job
+	place   int
+	visible bool
+}
+
+func (s *server) readQueue(u *session) []queued {
+	var jobs []*structs.Job
+	var v api.Viewer
+	s.store.Read(func(st *state.State) {
+		v = api.ViewerOf(st, u.user)
+		jobs = st.Pending()
+	})
+	slices.SortFunc(jobs, queueOrder)
+	out := make([]queued, len(jobs))
+	for i, j := range jobs {
+		out[i] = queued{job: j, place: i + 1, visible: v.Job(j)}
+	}
+	return out
+}
+
+// whyView is a why-pending reason in words.
+type whyView struct {
+	Message   string
+	NeverFits bool
+	Known     bool     // the scheduler has looked at the job
+	Details   []string // quota, node counts, fragmentation, gang
+}
+
+func newWhyView(w *sched.Why, j *structs.Job) whyView {
+	if w == nil {
+		msg := "the scheduler has not looked at this job yet"
+		if j.Reason != "" {
+			msg = "pending (" + j.Reason + "): the scheduler has not looked at it since"
+		}
+		return whyView{Message: msg}
+	}
+	v := whyView{Message: w.Message, NeverFits: w.NeverFits, Known: true}
+	if q := w.Quota; q != nil {
+		v.Details = append(v.Details, fmt.Sprintf("quota %s %s: asked %s, used %s, limit %s", q.Scope, q.Key,
+			amount(q.Key, q.Asked), amount(q.Key, q.Used), amount(q.Key, q.Limit)))
+	}
+	if w.Nodes > 0 {
+		d := fmt.Sprintf("fits on %d of %s now", w.Fit, plural(w.Nodes, "node", "nodes"))
+		for _, c := range w.Filtered {
+			d += fmt.Sprintf("; %d %s", c.Nodes, c.Reason)
+		}
+		v.Details = append(v.Details, d)
+	}
+	if f := w.Fragmentation; f != nil {
+		v.Details = append(v.Details, fmt.Sprintf("%s free %s in all, at most %d on one node, %d needed on one node",
+			strconv.FormatInt(f.TotalFree, 10), orAny(f.AccelType), f.MaxFree, f.Needed))
+	}
+	if w.Waiting != "" {
+		v.Details = append(v.Details, "waiting for "+w.Waiting)
+	}
+	v.Details = append(v.Details, w.Notes...)
+	return v
+}
+
+// whys asks the store for the why-pending reasons of jobs, a few at a
+// time: on a follower each is a request to the leader.
+func (s *server) whys(jobs []*structs.Job) []*sched.Why {
+	out := make([]*sched.Why, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			out[i] = s.store.Why(j.ID)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+type queueRow struct {
+	Place                                      int
+	ID, Name, Owner, Project, Kind, Priority   string
+	PriorityClass, Asks, Waiting, Since, Share string
+	Why                                        whyView
+}
+
+type prioritySummary struct {
+	Priority, Class, Oldest string
+	Job                     string // the job waiting longest, when known
+	N                       int
+}
+
+type queueView struct {
+	Total, Hidden int // all queued jobs; those the user may not see
+	ByPriority    []prioritySummary
+	Rows          []queueRow
+	Pager         pager
+	Shares        bool // some row has a fair-share position
+}
+
+// queue: GET /ui/queue: the jobs the user may see that wait to be
+// placed, in the scheduler's order, with why each waits.
+func (s *server) queue(w http.ResponseWriter, r *http.Request, u *session) {
+	now := s.clock()
+	all := s.readQueue(u)
+	var mine []queued
+	oldest := map[structs.Priority]time.Time{}
+	count := map[structs.Priority]int{}
+	for _, q := range all {
+		if !q.visible {
+			continue
+		}
+		mine = append(mine, q)
+		p := q.job.Priority
+		count[p]++
+		if t := pendingSince(q.job); oldest[p].IsZero() || t.Before(oldest[p]) {
+			oldest[p] = t
+		}
+	}
+	v := queueView{Total: len(all), Hidden: len(all) - len(mine)}
+	for _, p := range []structs.Priority{structs.PriorityHigh, structs.PriorityNormal, structs.PriorityLow} {
+		if count[p] > 0 {
+			v.ByPriority = append(v.ByPriority, prioritySummary{Priority: p.String(), Class: priorityClass(p), N: count[p], Oldest: ago(oldest[p], now)})
+		}
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	v.Pager = newPager(len(mine), max(page, 1), queuePerPage, func(p int) string { return "/ui/queue?page=" + strconv.Itoa(p) })
+	rows := mine[max(0, v.Pager.From-1):v.Pager.To]
+	jobs := make([]*structs.Job, len(rows))
+	for i, q := range rows {
+		jobs[i] = q.job
+	}
+	for i, why := range s.whys(jobs) {
+		j := rows[i].job
+		sh := j.ShapeAt(j.Shape)
+		v.Rows = append(v.Rows, queueRow{Place: rows[i].place, ID: string(j.ID), Name: j.Name, Owner: string(j.Owner),
+			Project: string(j.Project), Kind: string(j.Kind), Priority: j.Priority.String(), PriorityClass: priorityClass(j.Priority),
+			Asks:    fmt.Sprintf("%d × %s", sh.Replicas, perReplica(sh.Resources)),
+			Waiting: ago(pendingSince(j), now), Since: stamp(pendingSince(j)), Why: newWhyView(why, j)})
+	}
+	s.render(w, r, u, http.StatusOK, "queue", "Queue", v)
+}
