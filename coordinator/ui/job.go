@@ -11,7 +11,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -35,6 +37,8 @@ type jobView struct {
 	Pending                                    bool
 	Why                                        whyView
 	Tasks                                      []taskRow
+	Events                                     []eventRow // newest first
+	EventsDropped                              int        // older events no longer kept
 	Spec                                       string
 	LogTask                                    string // the task whose log shows first
 }
@@ -70,9 +74,13 @@ func (s *server) job(w http.ResponseWriter, r *http.Request, u *session) {
 	if why.status == http.StatusOK && why.decode(&wr) == nil && wr.Pending {
 		v.Pending, v.Why = true, newWhyView(wr.Why, j)
 	}
+	ended := s.jobEvents(r, u, &v, now)
 	for i := len(js.Tasks) - 1; i >= 0; i-- { // newest first; the first running one shows its log
 		t := js.Tasks[i]
 		row := newTaskRow(t, j, now)
+		if at, ok := ended[t.ID]; ok {
+			row.Ended = stamp(at)
+		}
 		if v.LogTask == "" && t.State == structs.TaskRunning {
 			v.LogTask = string(t.ID)
 		}
@@ -82,6 +90,36 @@ func (s *server) job(w http.ResponseWriter, r *http.Request, u *session) {
 		v.LogTask = string(js.Tasks[len(js.Tasks)-1].ID)
 	}
 	s.render(w, r, u, http.StatusOK, "job", "Job "+j.Name, v)
+}
+
+// jobEvents reads the job's events from GET /v1/jobs/{id}/events into v
+// and returns when each of its tasks ended, by the events that say so.
+func (s *server) jobEvents(r *http.Request, u *session, v *jobView, now time.Time) map[structs.TaskID]time.Time {
+	resp := s.call(r, u, http.MethodGet, jobPath(v.ID, "/events"), nil)
+	var l wire.EventList
+	if resp.status != http.StatusOK || resp.decode(&l) != nil {
+		return nil
+	}
+	var view api.Viewer
+	s.store.Read(func(st *state.State) { view = api.ViewerOf(st, u.user) })
+	visible := func(id structs.JobID) bool {
+		var ok bool
+		s.store.Read(func(st *state.State) { j := st.Jobs[id]; ok = j != nil && view.Job(j) })
+		return ok
+	}
+	ended := map[structs.TaskID]time.Time{}
+	for i := len(l.Events) - 1; i >= 0; i-- {
+		e := l.Events[i]
+		v.Events = append(v.Events, newEventRow(e, now, visible))
+		switch e.Type {
+		case structs.EventSucceeded, structs.EventFailed, structs.EventStopped, structs.EventLost:
+			if e.Task != "" {
+				ended[e.Task] = e.Time
+			}
+		}
+	}
+	v.EventsDropped = l.Dropped
+	return ended
 }
 
 // jobFields are the job page's facts, in reading order.

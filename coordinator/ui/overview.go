@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -34,6 +35,7 @@ type overviewView struct {
 	Running    []jobRow
 	RunningN   int
 	Quarantine []quarantinedGPU
+	Events     []eventRow // notable, newest first
 }
 
 // overview: GET /ui/: accelerators in use, free and quarantined by
@@ -44,6 +46,11 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, u *session) {
 	v := overviewView{Admin: u.user.Admin}
 	nodeStates := map[structs.NodeState]int{}
 	s.store.Read(func(st *state.State) {
+		view := api.ViewerOf(st, u.user)
+		visible := func(id structs.JobID) bool { j := st.Jobs[id]; return j != nil && view.Job(j) }
+		for _, e := range recentEvents(st, view, overviewEvents) {
+			v.Events = append(v.Events, newEventRow(e, now, visible))
+		}
 		v.Groups = summarize(st, holders(st))
 		for _, n := range st.Nodes {
 			nodeStates[n.State]++

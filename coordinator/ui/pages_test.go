@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -228,4 +229,41 @@ func TestLogs(t *testing.T) {
 	status, body, _ = e.do(t, req{path: "/ui/jobs/web-1/logs?follow=1", user: "u1"})
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, body, "follow needs one task: add ?task=ID")
+}
+
+// A low job preempted by a normal one: both job pages show the event
+// (each linking to the other job), and the overview lists the
+// preemption among its recent events.
+func TestPreemptionEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `
+clusters: [{name: local}]
+nodes:
+- {name: g1, cpu: 16, memory: 64Gi, accelerators: {type: A100, count: 2}}
+quotas:
+- {scope: "user:u1", limits: {gpu/A100: 8}}
+`)
+	e.submit(t, "u1", "low-1", `{kind: command, name: low, priority: low, command: [sleep, "1"], resources: {accelerators: {type: A100, count: 2}}}`)
+	e.store.Schedule(t, apitest.T0)
+	low := e.store.Tasks("low-1")[0]
+	e.store.Report(t, low.ID, structs.TaskRunning, apitest.T0)
+	e.submit(t, "u1", "normal-1", `{kind: command, name: normal, command: [sleep, "1"], resources: {accelerators: {type: A100, count: 2}}}`)
+	e.store.Schedule(t, apitest.T0.Add(time.Minute))
+	require.Equal(t, structs.TaskStopping, e.store.Tasks("low-1")[0].State, "the low job is preempted")
+
+	body := e.page(t, "u1", "/ui/jobs/low-1")
+	assert.Contains(t, body, `<span class="ev ev-warn">Preempted</span>`)
+	assert.Contains(t, body, `preempted by normal-1: stopping its tasks on g1`)
+	assert.Contains(t, body, `<a href="/ui/jobs/normal-1">normal-1 →</a>`)
+	assert.Contains(t, body, `<span class="ev ev-ok">Started</span>`)
+	body = e.page(t, "u1", "/ui/jobs/normal-1")
+	assert.Contains(t, body, `<span class="ev ev-warn">Preempting</span>`)
+	assert.Contains(t, body, `<a href="/ui/jobs/low-1">low-1 →</a>`)
+	overview := e.page(t, "u1", "/ui/")
+	assert.Contains(t, overview, "preempted by normal-1")
+	assert.NotContains(t, e.page(t, "u2", "/ui/"), "preempted by", "another user's events are not shown")
+
+	// The stopped task's end shows in the tasks table.
+	e.store.Report(t, low.ID, structs.TaskFailed, apitest.T0.Add(2*time.Minute))
+	assert.Contains(t, e.page(t, "u1", "/ui/jobs/low-1"), `<td>2026-03-01 09:00:00</td><td>2026-03-01 09:02:00</td>`, "started, ended")
 }
