@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s bench-k8s demo gpu-check deps-cache bench-fuse chaos deps-spark images deps-images bench-node
+.PHONY: all build test deps-ui bench-ui bench-sched bench-raft sim fuzz deps deps-mpi deps-etcd k8s-tools test-k8s bench-k8s demo gpu-check deps-cache bench-fuse chaos deps-spark images deps-images bench-node
 
 all: build
 
@@ -16,7 +16,7 @@ build: deps deps-cache
 	$(GO) build -o bin/coordinator ./coordinator
 	$(GO) build -o bin/atom ./atom
 
-test: deps deps-mpi deps-cache deps-etcd deps-node k8s-tools deps-spark deps-images
+test: deps deps-mpi deps-cache deps-etcd deps-node k8s-tools deps-spark deps-images deps-ui
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
@@ -221,4 +221,30 @@ deps-images:
 		echo "installing buildah and debootstrap: apt-get install -y buildah debootstrap"; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y buildah debootstrap || \
 		{ $(SUDO) apt-get -o DPkg::Lock::Timeout=300 update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y buildah debootstrap; }; \
+	fi
+
+# The dashboard's browser tests (test/ui): Debian's chromium, and node and
+# npm when missing (apt-get update only if the install fails); npm's
+# playwright-core as test/ui/package-lock.json pins it, installed with npm
+# ci into ${XDG_CACHE_HOME:-$HOME/.cache}/atom/playwright-core-$(PLAYWRIGHT_VERSION)
+# (or $ATOM_PLAYWRIGHT) once and reused while it holds the same lock file.
+# The tests find it in ATOM_PLAYWRIGHT, exported here.
+PLAYWRIGHT_VERSION ?= 1.61.1
+ATOM_PLAYWRIGHT    ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/atom/playwright-core-$(PLAYWRIGHT_VERSION)
+export ATOM_PLAYWRIGHT
+deps-ui:
+	@pkgs=""; command -v chromium >/dev/null 2>&1 || pkgs="chromium"; \
+	command -v node >/dev/null 2>&1 || pkgs="$$pkgs nodejs"; command -v npm >/dev/null 2>&1 || pkgs="$$pkgs npm"; \
+	if [ -n "$$pkgs" ]; then \
+		echo "installing the browser tests' browser and node: apt-get install -y $$pkgs"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y $$pkgs || \
+		{ $(SUDO) apt-get -o DPkg::Lock::Timeout=300 update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y $$pkgs; }; \
+	fi
+	@if ! cmp -s test/ui/package-lock.json '$(ATOM_PLAYWRIGHT)/.installed'; then \
+		echo "installing playwright-core $(PLAYWRIGHT_VERSION) into $(ATOM_PLAYWRIGHT)"; \
+		rm -rf '$(ATOM_PLAYWRIGHT)' && mkdir -p '$(ATOM_PLAYWRIGHT)' && \
+		cp test/ui/package.json test/ui/package-lock.json '$(ATOM_PLAYWRIGHT)/' && \
+		(cd '$(ATOM_PLAYWRIGHT)' && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && \
+		cp test/ui/package-lock.json '$(ATOM_PLAYWRIGHT)/.installed' || \
+		{ echo "deps-ui: npm ci of playwright-core $(PLAYWRIGHT_VERSION) into $(ATOM_PLAYWRIGHT) failed" >&2; exit 1; }; \
 	fi

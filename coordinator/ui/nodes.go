@@ -62,6 +62,14 @@ func nodeGPUs(n *structs.Node, hs []holder) gpuCount {
 	return c
 }
 
+// useBar is a bar of accelerators in use of those in service: all in use
+// is busy, not wrong, so it stays the colour of use.
+func useBar(c gpuCount) bar {
+	b := newBar(int64(c.Used), 0, int64(c.Total-c.Quarantined))
+	b.Full = false
+	return b
+}
+
 // gpuGroup is the accelerators of one cluster, pool and type.
 type gpuGroup struct {
 	Cluster, Pool, Type string
@@ -95,7 +103,7 @@ func summarize(st *state.State, hs map[structs.NodeID][]holder) []gpuGroup {
 		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]), cmp.Compare(a[2], b[2]))
 	}) {
 		g := groups[k]
-		g.Bar = newBar(int64(g.Used), 0, int64(g.Total-g.Quarantined))
+		g.Bar = useBar(g.gpuCount)
 		out = append(out, *g)
 	}
 	return out
@@ -166,7 +174,7 @@ func newNodeRow(n *structs.Node, hs []holder, v api.Viewer, colour colours, now 
 	row.CPU = structs.FormatMilliCPU(cpu) + " / " + structs.FormatMilliCPU(n.Capacity.MilliCPU)
 	row.Memory = structs.FormatBytes(mem) + " / " + structs.FormatBytes(n.Capacity.Memory)
 	row.CPUBar = newBar(cpu, 0, n.Capacity.MilliCPU)
-	row.CPUBar.Full = false // a full node is no alarm
+	row.CPUBar.Full = false // a busy node is no alarm
 	quarantined := map[int]structs.Quarantine{}
 	for _, q := range n.Quarantined {
 		quarantined[q.Accel] = q

@@ -72,7 +72,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, u *session) {
 	}
 	for _, t := range slices.Sorted(maps.Keys(types)) {
 		c := *types[t]
-		v.Types = append(v.Types, typeTotal{Type: t, gpuCount: c, Bar: newBar(int64(c.Used), 0, int64(c.Total-c.Quarantined))})
+		v.Types = append(v.Types, typeTotal{Type: t, gpuCount: c, Bar: useBar(c)})
 	}
 	for _, st := range []structs.NodeState{structs.NodeReady, structs.NodeNotReady, structs.NodeDraining, structs.NodeQuarantined} {
 		if nodeStates[st] > 0 {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,12 +61,15 @@ func (s *server) readQueue(u *session) []queued {
 	return out
 }
 
-// whyView is a why-pending reason in words.
+// whyView is a why-pending reason in words: the scheduler's message,
+// one line per fact (quota asked, used and limit; node counts by reason;
+// fragmentation; what it waits for), under a tag that says whether the
+// job can ever fit.
 type whyView struct {
-	Message   string
+	Message   string // the first fact
+	Details   []string
 	NeverFits bool
-	Known     bool     // the scheduler has looked at the job
-	Details   []string // quota, node counts, fragmentation, gang
+	Known     bool // the scheduler has looked at the job
 }
 
 func newWhyView(w *sched.Why, j *structs.Job) whyView {
@@ -76,26 +80,12 @@ func newWhyView(w *sched.Why, j *structs.Job) whyView {
 		}
 		return whyView{Message: msg}
 	}
-	v := whyView{Message: w.Message, NeverFits: w.NeverFits, Known: true}
-	if q := w.Quota; q != nil {
-		v.Details = append(v.Details, fmt.Sprintf("quota %s %s: asked %s, used %s, limit %s", q.Scope, q.Key,
-			amount(q.Key, q.Asked), amount(q.Key, q.Used), amount(q.Key, q.Limit)))
+	v := whyView{NeverFits: w.NeverFits, Known: true}
+	parts := strings.Split(w.Message, "; ")
+	if len(parts) > 1 && (parts[0] == "does not fit now" || parts[0] == "can never fit") {
+		parts = parts[1:] // the tag says it
 	}
-	if w.Nodes > 0 {
-		d := fmt.Sprintf("fits on %d of %s now", w.Fit, plural(w.Nodes, "node", "nodes"))
-		for _, c := range w.Filtered {
-			d += fmt.Sprintf("; %d %s", c.Nodes, c.Reason)
-		}
-		v.Details = append(v.Details, d)
-	}
-	if f := w.Fragmentation; f != nil {
-		v.Details = append(v.Details, fmt.Sprintf("%s free %s in all, at most %d on one node, %d needed on one node",
-			strconv.FormatInt(f.TotalFree, 10), orAny(f.AccelType), f.MaxFree, f.Needed))
-	}
-	if w.Waiting != "" {
-		v.Details = append(v.Details, "waiting for "+w.Waiting)
-	}
-	v.Details = append(v.Details, w.Notes...)
+	v.Message, v.Details = parts[0], parts[1:]
 	return v
 }
 

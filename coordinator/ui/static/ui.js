@@ -6,6 +6,7 @@
   const main = document.querySelector("main");
   const updated = document.getElementById("updated");
   const every = 4000; // ms between refreshes
+  let pick = null; // the job page's task list for logs
 
   // Forms that change something ask first.
   document.addEventListener("submit", function (e) {
@@ -51,7 +52,7 @@
   if (!logs) return;
   const job = logs.dataset.job;
   const pre = document.getElementById("log");
-  const pick = document.getElementById("log-task");
+  pick = document.getElementById("log-task");
   const followBtn = document.getElementById("log-follow");
   const status = document.getElementById("log-status");
   const maxLines = 5000;
@@ -75,7 +76,7 @@
     stop();
     status.textContent = "";
     const resp = await fetch(logURL(false), { headers: { "X-Atom-Live": "1" }, credentials: "same-origin", cache: "no-store" });
-    pre.textContent = await resp.text();
+    pre.textContent = (await resp.text()) || "(no output yet)";
     if (!resp.ok) status.textContent = "error " + resp.status;
     pre.scrollTop = pre.scrollHeight;
   }
