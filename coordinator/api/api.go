@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
+	"github.com/atom-sched/atom/coordinator/keyring"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -116,6 +117,9 @@ type Config struct {
 	// kubernetes clusters exchange their bound service-account token for
 	// their allocation token.
 	PodTokens PodTokens
+	// Keyring, if set, seals and opens secrets' values (/v1/secrets);
+	// without it secrets are refused.
+	Keyring *keyring.Keyring
 }
 
 // Bounds on request bodies other than specs (specs may have
@@ -126,7 +130,7 @@ const maxSmallBody = 64 << 10
 // LoadTokens or ParseTokens, which validate it.
 func New(store Store, cfg Config) http.Handler {
 	s := &server{store: store, clock: cfg.Clock, newID: cfg.NewID, mux: http.NewServeMux(), logs: cfg.Logs, volumes: cfg.Volumes,
-		users: map[[sha256.Size]byte]*User{}, podTokens: cfg.PodTokens, tokenLimit: newTokenLimiter()}
+		users: map[[sha256.Size]byte]*User{}, podTokens: cfg.PodTokens, tokenLimit: newTokenLimiter(), keyring: cfg.Keyring}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -182,6 +186,7 @@ func (s *server) routes(reg *prometheus.Registry) {
 	s.handle("PUT /v1/clusters/{name}", authAdmin, s.putCluster)
 
 	s.volumeRoutes()
+	s.configRoutes()
 
 	s.handle("POST /v1/tasks/{id}/heartbeat", authTask, s.heartbeat)
 	s.handle("GET /v1/tasks/{id}/peers", authTask, s.peers)
@@ -228,6 +233,7 @@ type server struct {
 	// tokenLimit bounds the exchanges per second.
 	podTokens  PodTokens
 	tokenLimit *rate.Limiter
+	keyring    *keyring.Keyring // nil: no secrets
 }
 
 // ServeHTTP routes r. Requests no route takes get a JSON 404 or 405.

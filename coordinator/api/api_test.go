@@ -113,6 +113,11 @@ nodes: [{name: c2, cpu: 8, memory: 16Gi}]`)
 		}
 	}
 	require.Len(t, byID, 4)
+	for _, id := range []structs.ConfigID{{Kind: structs.ConfigKindConfig, Owner: "user:u1", Name: "train"},
+		{Kind: structs.ConfigKindConfig, Owner: "project:perception", Name: "ptrain"},
+		{Kind: structs.ConfigKindSecret, Owner: "project:perception", Name: "wandb"}} {
+		e.PutConfig(t, id, structs.ConfigData{"key": []byte("value")})
+	}
 	live0, live1, ended, foreign = byID["web-1-0-a0"], byID["web-1-1-a0-r1"], byID["web-1-1-a0"], byID["prep-1-0-a0"]
 	require.NotNil(t, live0)
 	require.NotNil(t, live1)
@@ -199,6 +204,22 @@ func TestAccessMatrix(t *testing.T) {
 		{"POST", "/v1/tasks/" + task0 + "/token", `{"serviceAccountToken": "x"}`, [4]int{notfound, notfound, notfound, notfound},
 			map[caller]int{alloc: notfound, sibling: notfound, expired: notfound, foreign: notfound, none: notfound, garbage: notfound}},
 		{"GET", "/metrics", "", all, nil},
+		// Configs and secrets: anyone makes their own; a project's are
+		// its members' (and admins'); a secret's values its owner's only.
+		{"POST", "/v1/configs", `{"name": "new", "data": {"k": "dg=="}}`, [4]int{created, created, created, created}, nil},
+		{"GET", "/v1/configs", "", all, nil},
+		{"GET", "/v1/configs/train?user=u1", "", [4]int{ok, forbidden, forbidden, ok}, nil},
+		{"GET", "/v1/configs/ptrain?project=perception", "", [4]int{ok, notfound, ok, ok}, nil},
+		{"PUT", "/v1/configs/ptrain?project=perception", `{"data": {"k": "dg=="}}`, [4]int{ok, notfound, ok, ok}, nil},
+		{"DELETE", "/v1/configs/ptrain?project=perception", "", [4]int{nocontent, notfound, nocontent, nocontent}, nil},
+		{"POST", "/v1/secrets", `{"name": "new", "project": "perception", "data": {"k": "dg=="}}`, [4]int{created, forbidden, created, created}, nil},
+		{"GET", "/v1/secrets", "", all, nil},
+		{"GET", "/v1/secrets/wandb?project=perception", "", [4]int{ok, notfound, ok, ok}, nil},
+		{"PUT", "/v1/secrets/wandb?project=perception", `{"data": {"k": "dg=="}}`, [4]int{ok, notfound, ok, ok}, nil},
+		{"DELETE", "/v1/secrets/wandb?project=perception", "", [4]int{nocontent, notfound, nocontent, nocontent}, nil},
+		{"GET", "/v1/secrets/wandb/data/key?project=perception", "", [4]int{ok, notfound, ok, forbidden}, nil},
+		{"POST", "/v1/secrets/rekey", "", adminOnly(ok), nil},
+		{"POST", "/v1/jobs/web-1/restart", "", jobAccess, nil},
 	}
 	t.Run("every endpoint has a row", func(t *testing.T) {
 		e := apitest.NewEnv(t, "")

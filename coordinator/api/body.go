@@ -54,7 +54,12 @@ func badUTF8(b []byte) int {
 // decodeJSON reads a small JSON object body into v strictly: unknown
 // fields, trailing data and non-objects are refused.
 func decodeJSON(r *http.Request, v any, what string) error {
-	b, err := readBody(r, maxSmallBody, what)
+	return decodeJSONLimit(r, v, what, maxSmallBody)
+}
+
+// decodeJSONLimit is decodeJSON for bodies of up to limit bytes.
+func decodeJSONLimit(r *http.Request, v any, what string, limit int64) error {
+	b, err := readBody(r, limit, what)
 	if err != nil {
 		return err
 	}

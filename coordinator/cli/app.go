@@ -24,6 +24,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/structs"
 )
 
 // serverCommands are the commands that run a coordinator rather than talk
@@ -105,7 +106,8 @@ func Main(args []string) int {
 }
 
 func clientCommands() []*cli.Command {
-	return []*cli.Command{jobCommand(), serviceCommand(), eventsCommand(), quotaCommand(), poolCommand(), nodeCommand(), clusterCommand(), volumeCommand()}
+	return []*cli.Command{jobCommand(), serviceCommand(), eventsCommand(), quotaCommand(), poolCommand(), nodeCommand(), clusterCommand(), volumeCommand(),
+		configCommand(structs.ConfigKindConfig), configCommand(structs.ConfigKindSecret)}
 }
 
 // usageError is a command used wrongly; it exits 2.

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,12 @@ func serviceCommand() *cli.Command {
 			ArgsUsage: "ID REPLICAS",
 			Flags:     []cli.Flag{outputFlag()},
 			Action:    serviceScale,
+		}, {
+			Name:      "restart",
+			Usage:     "restart a service's replicas one at a time (minAvailable kept), so they get its configs' and secrets' newest versions",
+			ArgsUsage: "ID",
+			Flags:     []cli.Flag{outputFlag()},
+			Action:    serviceRestart,
 		}},
 	}
 }
@@ -263,6 +270,12 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	for _, wu := range js.WarmUps {
 		kv("Warm-up", warmUpLine(wu))
 	}
+	for _, c := range j.Configs {
+		kv("Config", configLine(c))
+	}
+	if r := restartLine(js); r != "" {
+		kv("Restart", r)
+	}
 	tw.Flush()
 	if len(js.Tasks) == 0 {
 		fmt.Fprintln(w, "\nno tasks yet")
@@ -270,13 +283,22 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	}
 	fmt.Fprintln(w)
 	tw = tab(w)
-	row(tw, "TASK", "INDEX", "ATTEMPT", "NODE", "STATE", "RESOURCES", "STARTED")
+	versions := slices.ContainsFunc(js.Tasks, func(t *structs.Task) bool { return len(t.Configs) > 0 })
+	head := []any{"TASK", "INDEX", "ATTEMPT", "NODE", "STATE", "RESOURCES", "STARTED"}
+	if versions {
+		head = append(head, "CONFIGS")
+	}
+	row(tw, head...)
 	for _, t := range js.Tasks {
 		var index any = t.Index
 		if t.Executor != "" {
 			index = "executor " + t.Executor // a spark job's, by its Pod
 		}
-		row(tw, t.ID, index, t.Attempt, t.Node, taskState(t), t.Resources, when(t.StartedAt))
+		cells := []any{t.ID, index, t.Attempt, t.Node, taskState(t), t.Resources, when(t.StartedAt)}
+		if versions {
+			cells = append(cells, taskConfigs(t))
+		}
+		row(tw, cells...)
 	}
 	tw.Flush()
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/daemon"
+	"github.com/atom-sched/atom/coordinator/keyring"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -40,6 +41,7 @@ func commonServerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "http-addr", Value: "127.0.0.1:7070", Usage: "host:port the HTTP API listens on"},
 		&cli.StringFlag{Name: "data-dir", Usage: "Raft log, snapshots and task directories"},
 		&cli.StringFlag{Name: "tokens", Usage: "tokens file: users: [{name, token, admin}]"},
+		&cli.StringFlag{Name: "keyring", EnvVars: []string{"ATOM_KEYRING"}, Usage: "keyring file that seals secrets: keys: [{id, key}], the first key sealing (give every server the same file); without it the server keeps no secrets (dev: made in --data-dir)"},
 		&cli.StringFlag{Name: "cluster-config", Usage: "YAML of clusters, pools, nodes and quotas that seeds a new cluster (ignored once it exists), and how this server reaches its kubernetes clusters (read at every start: give every server the same)"},
 		&cli.DurationFlag{Name: "heartbeat-ttl", Value: server.DefaultHeartbeatTTL, Usage: "a task silent this long is lost"},
 		&cli.DurationFlag{Name: "cycle", Value: server.DefaultCycle, Usage: "scheduling period"},
@@ -207,6 +209,11 @@ func devCommand() *cli.Command {
 			if cfg.GPUFaults, err = gpuFaults(c, cfg.Cluster); err != nil {
 				return err
 			}
+			if cfg.Keyring == nil {
+				if cfg.Keyring, err = devKeyring(cfg.Server.DataDir); err != nil {
+					return err
+				}
+			}
 			var hello string
 			if path := c.String("tokens"); path != "" {
 				if cfg.Tokens, err = api.LoadTokens(path); err != nil {
@@ -251,6 +258,21 @@ func devTokens(c *cli.Context, dir string) (api.TokenFile, string, error) {
 	return f, hello, nil
 }
 
+// devKeyring makes (or reuses) DataDir/keyring.yaml with one key.
+func devKeyring(dir string) (*keyring.Keyring, error) {
+	path := filepath.Join(dir, "keyring.yaml")
+	if _, err := os.Stat(path); err != nil {
+		f, err := keyring.Generate("dev")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(path, f, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return keyring.Load(path)
+}
+
 func daemonConfig(c *cli.Context) (daemon.Config, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
@@ -263,6 +285,13 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 		Logger:    slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: lvl})),
 	}
 	cfg.RealGPUs = c.Bool("real-gpus")
+	if path := c.String("keyring"); path != "" {
+		k, err := keyring.Load(path)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Keyring = k
+	}
 	if err := kubeFlags(c, &cfg); err != nil {
 		return cfg, err
 	}

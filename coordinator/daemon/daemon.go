@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/api"
+	"github.com/atom-sched/atom/coordinator/keyring"
 	"github.com/atom-sched/atom/coordinator/local"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
@@ -50,6 +51,9 @@ type Config struct {
 	// server-to-server requests over mutual TLS (see TLSFiles).
 	TLS    TLSFiles
 	Tokens api.TokenFile
+	// Keyring seals and opens secrets' values; nil: the server keeps no
+	// secrets (and starts no task that names one).
+	Keyring *keyring.Keyring
 	// Cluster, if set, is applied once a leader exists: clusters, pools,
 	// nodes and quotas (upserts, so applying it again changes nothing).
 	Cluster *structs.ClusterConfig
@@ -204,7 +208,7 @@ func Start(cfg Config) (*Daemon, error) {
 	probes(mux, srv)
 	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
 	apiHandler := &freshReads{f: fw, next: api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, be, cfg.Server.ID), Volumes: volumesOf(be),
-		PodTokens: podTokensOf(be)})}
+		PodTokens: podTokensOf(be), Keyring: cfg.Keyring})}
 	mux.Handle("/", apiHandler)
 	// The web dashboard, over the same API and tokens (coordinator/ui).
 	mux.Handle(ui.Prefix, ui.New(ui.Config{Store: fw, API: apiHandler, Tokens: cfg.Tokens}))

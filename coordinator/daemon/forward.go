@@ -295,6 +295,12 @@ func (r *applyReply) decode(c state.Command) (any, error) {
 		v = &state.ExpireResult{}
 	case *state.NodeRelease:
 		v = &state.ReleaseResult{}
+	case *state.ConfigPut:
+		v = &state.ConfigPutResult{}
+	case *state.SecretRekey:
+		v = &state.RekeyResult{}
+	case *state.ServiceRestart:
+		v = &state.RestartResult{}
 	default:
 		return nil, nil
 	}
@@ -309,6 +315,12 @@ func (r *applyReply) decode(c state.Command) (any, error) {
 	case *state.ExpireResult:
 		return *x, nil
 	case *state.ReleaseResult:
+		return *x, nil
+	case *state.ConfigPutResult:
+		return *x, nil
+	case *state.RekeyResult:
+		return *x, nil
+	case *state.RestartResult:
 		return *x, nil
 	}
 	return nil, nil

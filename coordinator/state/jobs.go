@@ -59,7 +59,12 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	configs, err := s.resolveConfigs(j)
+	if err != nil {
+		return nil, err
+	}
 	jj := *j
+	jj.Configs = configs
 	jj.State, jj.Reason = structs.JobPending, ""
 	jj.SubmitTime, jj.PendingSince = c.Now, c.Now
 	jj.Attempt, jj.Preemptions, jj.Shape, jj.PreflightFailures, jj.LostUnstarted = 0, 0, 0, 0, 0

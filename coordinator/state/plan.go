@@ -197,7 +197,7 @@ func (s *State) place(pl *sched.Placement, uses map[structs.NodeID]*use, now tim
 		t := &structs.Task{
 			ID: id, Job: j.ID, Index: tp.Index, Attempt: j.Attempt, Node: tp.Node, Pool: tp.Pool,
 			Priority: j.Priority, State: structs.TaskScheduled, Resources: tp.Resources, Accels: tp.Accels,
-			ScheduledAt: now,
+			ScheduledAt: now, Configs: s.taskConfigs(j), Restart: j.Restart,
 		}
 		s.addTask(t)
 		s.placedEvent(now, t, shape)

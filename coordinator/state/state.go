@@ -38,6 +38,9 @@ type State struct {
 	Events   map[structs.JobID]JobEvents `json:"events"`
 	Recent   []structs.Event             `json:"recent"`
 	EventSeq uint64                      `json:"eventSeq"`
+	// Configs are the configs and secrets, by ConfigID.Key (configs.go);
+	// secrets' values only sealed.
+	Configs map[string]*structs.ConfigObject `json:"configs,omitempty"`
 
 	// Derived indexes, rebuilt on demand (not serialised).
 	byJob    map[structs.JobID][]structs.TaskID // tasks of each job
@@ -78,6 +81,7 @@ func (s *State) Clone() *State {
 	c.Requests = maps.Clone(s.Requests)
 	c.Ended = maps.Clone(s.Ended)
 	c.Events = maps.Clone(s.Events) // the event slices are append-only: shared
+	c.Configs = maps.Clone(s.Configs)
 	c.Reservations = slices.Clone(s.Reservations)
 	c.byJob, c.live, c.admitter = nil, nil, nil // derived; rebuilt by the copy's own Apply if any
 	return &c

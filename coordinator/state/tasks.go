@@ -60,6 +60,7 @@ func (c *TaskUpdate) apply(s *State) (any, error) {
 	for _, e := range c.Events {
 		s.taskEvent(e)
 	}
+	s.rolloutAfter(c.Events)
 	return nil, nil
 }
 

@@ -167,6 +167,10 @@ type Job struct {
 	ReplicaRestarts int       `json:"replicaRestarts,omitempty"`
 	CrashLoop       int       `json:"crashLoop,omitempty"`
 	BackoffUntil    time.Time `json:"backoffUntil,omitzero"`
+	// Services only: Restart counts `coordinator service restart`s; the
+	// replicas placed before the last one (Task.Restart below it) are
+	// stopped and placed again one at a time, minAvailable kept.
+	Restart int `json:"restart,omitempty"`
 }
 
 // A service replica that exits, or a batch job with restartPolicy

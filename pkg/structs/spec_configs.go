@@ -29,29 +29,66 @@ type Scratch struct {
 	MountPath string `json:"mountPath"`
 }
 
-// ConfigRef names a ConfigMap or a Secret of the job's namespace (the
-// cluster's), mounted read-only as files at MountPath or, with env, given
-// to the task as environment variables, one per key:
+// ConfigRef is one of a job's configs: an atom config or secret (made
+// with coordinator config create / secret create), or a ConfigMap or
+// Secret someone made in the cluster's namespace, mounted read-only as
+// files at MountPath or, with env, given to the task as environment
+// variables, one per key:
 //
 //	configs:
-//	  - {configMap: train-config, mountPath: /etc/train}
-//	  - {secret: wandb-key, env: true}
+//	  - {config: train, mountPath: /etc/train}
+//	  - {secret: wandb, env: true}
+//	  - {configMap: train-config, mountPath: /etc/legacy}
 //
-// atom never reads them: the Pod refers to them by name.
+// config and secret name an object of the job's project (when it names
+// one) or else of its owner, or PROJECT/NAME one of another project the
+// owner is a member of. secret names a Kubernetes Secret of the namespace
+// when no atom secret of that name is found and the coordinator has a
+// kubernetes cluster (as before atom had secrets); configMap always names
+// a ConfigMap. atom never reads a ConfigMap or Secret it did not make.
 type ConfigRef struct {
-	ConfigMap string `json:"configMap,omitempty"`
+	Config    string `json:"config,omitempty"`
 	Secret    string `json:"secret,omitempty"`
+	ConfigMap string `json:"configMap,omitempty"`
 	MountPath string `json:"mountPath,omitempty"`
 	Env       bool   `json:"env,omitempty"`
+	// Owner is set by the coordinator when it accepts the job: the scope
+	// (user:NAME or project:NAME) owning the atom config or secret
+	// named, whose name Config or Secret then holds without a project.
+	// Empty: a Kubernetes ConfigMap or Secret by name. A spec may not
+	// set it.
+	Owner Scope `json:"owner,omitempty"`
 }
 
-// Name is the ConfigMap's or the Secret's name.
+// Name is the config's, secret's or ConfigMap's name as the ref holds it.
 func (c ConfigRef) Name() string {
-	if c.Secret != "" {
+	switch {
+	case c.Config != "":
+		return c.Config
+	case c.Secret != "":
 		return c.Secret
 	}
 	return c.ConfigMap
 }
+
+// Kind says what c names: ConfigKindConfig or ConfigKindSecret for atom's
+// objects and Kubernetes Secrets, "configMap" for a ConfigMap.
+func (c ConfigRef) Kind() ConfigKind {
+	switch {
+	case c.Config != "":
+		return ConfigKindConfig
+	case c.Secret != "":
+		return ConfigKindSecret
+	}
+	return "configMap"
+}
+
+// Object reports whether c names an atom config or secret (resolved at
+// submit), not a Kubernetes object of the namespace.
+func (c ConfigRef) Object() bool { return c.Owner != "" }
+
+// ID is the atom object c names once resolved.
+func (c ConfigRef) ID() ConfigID { return ConfigID{Kind: c.Kind(), Owner: c.Owner, Name: c.Name()} }
 
 // mounts checks scratch and configs, with the mount paths volumes and the
 // cache already use.
@@ -83,23 +120,28 @@ func (s *JobSpec) mounts(j *Job) error {
 	seen := map[string]bool{}
 	for i, c := range s.Configs {
 		field := idx("configs", i)
+		n := 0
+		for _, v := range []string{c.Config, c.Secret, c.ConfigMap} {
+			if v != "" {
+				n++
+			}
+		}
 		switch {
-		case (c.ConfigMap == "") == (c.Secret == ""):
-			return bad(field, c.Name(), "give either configMap or secret: the name of a ConfigMap or a Secret in the job's namespace")
+		case n != 1:
+			return bad(field, c.Name(), "give one of config (an atom config), secret (an atom secret) or configMap (a ConfigMap of the cluster's namespace)")
 		case c.Env == (c.MountPath != ""):
 			return bad(field, c.Name(), "give either mountPath (its keys as files there) or env: true (its keys as environment variables)")
+		case c.Owner != "":
+			return bad(field+".owner", string(c.Owner), "the coordinator sets it: name a project's config as PROJECT/NAME")
 		}
-		kind, name := "configMap", c.ConfigMap
-		if c.Secret != "" {
-			kind, name = "secret", c.Secret
+		kind := string(c.Kind())
+		if err := checkConfigRef(field+"."+kind, c); err != nil {
+			return err
 		}
-		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			return bad(field+"."+kind, name, "use a %s name: %s", map[string]string{"configMap": "ConfigMap", "secret": "Secret"}[kind], strings.Join(errs, "; "))
+		if seen[kind+"/"+c.Name()] {
+			return bad(field+"."+kind, c.Name(), "each %s may be named once", kind)
 		}
-		if seen[kind+"/"+name] {
-			return bad(field+"."+kind, name, "each %s may be named once", kind)
-		}
-		seen[kind+"/"+name] = true
+		seen[kind+"/"+c.Name()] = true
 		if c.MountPath != "" {
 			if err := checkMountPath(field+".mountPath", c.MountPath, paths); err != nil {
 				return err
@@ -107,5 +149,34 @@ func (s *JobSpec) mounts(j *Job) error {
 		}
 	}
 	j.Configs = append([]ConfigRef(nil), s.Configs...)
+	return nil
+}
+
+// checkConfigRef checks the name c gives: a ConfigMap's a Kubernetes
+// name; a config's NAME or PROJECT/NAME; a secret's either of those or a
+// Kubernetes Secret's name.
+func checkConfigRef(field string, c ConfigRef) error {
+	name := c.Name()
+	if c.ConfigMap != "" {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return bad(field, name, "use a ConfigMap name: %s", strings.Join(errs, "; "))
+		}
+		return nil
+	}
+	if project, n, ok := strings.Cut(name, "/"); ok {
+		if len(validation.IsDNS1123Label(project)) > 0 || len(validation.IsDNS1123Label(n)) > 0 {
+			return bad(field, name, "use NAME or PROJECT/NAME, each a DNS label (lowercase letters, digits and '-', at most 63)")
+		}
+		return nil
+	}
+	if c.Secret != "" {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return bad(field, name, "use a secret's name (or a Kubernetes Secret's): %s", strings.Join(errs, "; "))
+		}
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return bad(field, name, "use a config's name, NAME or PROJECT/NAME: %s", strings.Join(errs, "; "))
+	}
 	return nil
 }

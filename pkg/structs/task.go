@@ -31,6 +31,7 @@ const (
 	StopCancelled StopReason = "Cancelled" // the job was cancelled
 	StopScaled    StopReason = "ScaledDown"
 	StopGang      StopReason = "GangRestart" // a sibling failed: the whole gang restarts or fails
+	StopRestarted StopReason = "Restarted"   // coordinator service restart: placed again, with its configs' newest versions
 )
 
 // AccelMask is a set of accelerator indices on one node (bit i = index i).
@@ -89,6 +90,12 @@ type Task struct {
 	// TokenNonce is the hash of the nonce that exchange came with: the
 	// same nonce again (atom's retry) is answered again.
 	TokenNonce string `json:"tokenNonce,omitempty"`
+	// Configs are the versions of the job's atom configs and secrets the
+	// task got, as they were when it was placed.
+	Configs []TaskConfig `json:"configs,omitempty"`
+	// Restart is the job's Restart when the task was placed: a service
+	// restart stops, one at a time, the replicas placed before it.
+	Restart int `json:"restart,omitempty"`
 	// Message says why an ended task ended, when more than its exit code
 	// tells: "PreflightFailed: ...", "lost: no heartbeat for 15s".
 	Message string `json:"message,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/fsm"
+	"github.com/atom-sched/atom/coordinator/keyring"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -43,6 +45,7 @@ type Store struct {
 	index uint64
 	whys  map[structs.JobID]*sched.Why
 	fail  error
+	log   [][]byte // every entry applied
 }
 
 // NewStore returns a Store over an empty state.
@@ -67,8 +70,16 @@ func (s *Store) applyLocked(c state.Command) (any, error) {
 		return nil, err
 	}
 	s.index++
+	s.log = append(s.log, b)
 	r := s.FSM.Apply(&raft.Log{Type: raft.LogCommand, Data: b, Index: s.index}).(fsm.Response)
 	return r.Result, r.Err
+}
+
+// Log returns the entries applied so far, as Raft's log would hold them.
+func (s *Store) Log() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
 }
 
 // Read reads the FSM's state.
@@ -247,10 +258,14 @@ var Users = []api.User{{Name: "u1"}, {Name: "u2"}, {Name: "m1"}, {Name: "admin",
 
 // Env is the API over a Store on an httptest.Server.
 type Env struct {
-	Store   *Store
-	Server  *httptest.Server
-	Tokens  map[structs.UserID]string // user token by user
-	Metrics *prometheus.Registry
+	Store     *Store
+	Server    *httptest.Server
+	Tokens    map[structs.UserID]string // user token by user
+	tokenFile api.TokenFile
+	Metrics   *prometheus.Registry
+	Keyring   *keyring.Keyring // seals the API's secrets
+	// KeyringFile is Keyring's file: one key, k1.
+	KeyringFile []byte
 }
 
 // NewEnv serves the API over a new Store loaded with config (Cluster when
@@ -262,6 +277,11 @@ func NewEnv(t testing.TB, config string) *Env {
 		config = Cluster
 	}
 	e := &Env{Store: NewStore(), Tokens: map[structs.UserID]string{}, Metrics: prometheus.NewRegistry()}
+	var err error
+	e.KeyringFile, err = keyring.Generate("k1")
+	require.NoError(t, err)
+	e.Keyring, err = keyring.Parse(e.KeyringFile)
+	require.NoError(t, err)
 	e.Store.Load(t, config)
 	var tf api.TokenFile
 	for _, u := range Users {
@@ -269,16 +289,53 @@ func NewEnv(t testing.TB, config string) *Env {
 		e.Tokens[u.Name] = u.Token
 		tf.Users = append(tf.Users, u)
 	}
+	e.tokenFile = tf
+	e.serve(t)
+	return e
+}
+
+func (e *Env) serve(t testing.TB) {
 	var n atomic.Int64
 	h := api.New(e.Store, api.Config{
-		Tokens:  tf,
+		Tokens:  e.tokenFile,
 		Clock:   func() time.Time { return T0 },
 		NewID:   func(name string) string { return fmt.Sprintf("%s-%05d", name, n.Add(1)) },
 		Metrics: e.Metrics,
+		Keyring: e.Keyring,
 	})
 	e.Server = httptest.NewServer(h)
 	t.Cleanup(e.Server.Close)
-	return e
+}
+
+// WithKeyring serves another API over the same store and users with
+// keyring k (nil: none), as another server of the cluster would.
+func (e *Env) WithKeyring(t testing.TB, k *keyring.Keyring) *Env {
+	t.Helper()
+	o := *e
+	o.Keyring, o.KeyringFile = k, nil
+	o.Metrics = prometheus.NewRegistry()
+	o.serve(t)
+	return &o
+}
+
+// PutConfig creates or updates (at the next version) the config or
+// secret id with data straight through the store, a secret's values
+// sealed with the Env's keyring as the API seals them.
+func (e *Env) PutConfig(t testing.TB, id structs.ConfigID, data structs.ConfigData) {
+	t.Helper()
+	version := 1
+	e.Store.Read(func(st *state.State) {
+		if o := st.Config(id); o != nil {
+			version = o.Current().Version + 1
+		}
+	})
+	put := &state.ConfigPut{ID: id, Create: version == 1, Version: version, Keys: data.Keys(), By: "u1", Now: T0}
+	if id.Kind == structs.ConfigKindSecret {
+		put.Digest, put.Sealed = e.Keyring.Digest(data), e.Keyring.Seal(data.Encode(), keyring.AAD(id, version))
+	} else {
+		put.Digest, put.Data = data.Digest(), data
+	}
+	e.Store.Must(t, put)
 }
 
 // URL returns the server's base URL.
