@@ -475,7 +475,7 @@ func (s *server) restartJob(_ http.ResponseWriter, r *http.Request, c caller) (i
 	case js.Job.State.Ended():
 		return 0, nil, errorf(http.StatusConflict, "job %s already ended (%s): submit it again instead", id, js.Job.State)
 	}
-	if _, err := s.apply(r.Context(), &state.ServiceRestart{ID: id, Now: s.clock()}); err != nil {
+	if _, err := s.apply(r.Context(), &state.ServiceRestart{ID: id, Now: s.clock(), By: c.user}); err != nil {
 		return 0, nil, conflictIfInvalid(err)
 	}
 	js, err = s.jobStatus(r.Context(), id, c)

@@ -372,8 +372,9 @@ func (s *State) taskConfigs(j *structs.Job) []structs.TaskConfig {
 // placed again as a scale-down's would be, only while more than
 // minAvailable replicas run.
 type ServiceRestart struct {
-	ID  structs.JobID `json:"id"`
-	Now time.Time     `json:"now"`
+	ID  structs.JobID  `json:"id"`
+	Now time.Time      `json:"now"`
+	By  structs.UserID `json:"by,omitempty"` // who asked, for its event
 }
 
 func (*ServiceRestart) Type() MsgType { return MsgServiceRestart }
@@ -402,7 +403,12 @@ func (c *ServiceRestart) apply(s *State) (any, error) {
 			c.ID, replicas, max(j.MinAvailable, 1), replicas+1, c.ID, replicas+1)
 	}
 	j = s.putJob(c.ID, func(j *structs.Job) { j.Restart++ })
-	s.rollout(c.ID)
+	by := ""
+	if c.By != "" {
+		by = " by " + string(c.By)
+	}
+	s.jobEvent(c.Now, c.ID, structs.EventRestarting, "restart%s: its %d replicas restart one at a time, at least %d running", by, replicas, max(j.MinAvailable, 1))
+	s.rollout(c.ID, c.Now)
 	return RestartResult{Restart: j.Restart}, nil
 }
 
@@ -411,7 +417,7 @@ func (c *ServiceRestart) apply(s *State) (any, error) {
 // replica placed before the restart (one not running first; a running
 // one only while more than minAvailable run). Each stopped replica is
 // placed again (Pending), with the newest versions of the job's configs.
-func (s *State) rollout(id structs.JobID) {
+func (s *State) rollout(id structs.JobID, now time.Time) {
 	j := s.Jobs[id]
 	if j == nil || j.Kind != structs.KindService || j.State.Ended() || j.Restart == 0 {
 		return
@@ -452,19 +458,20 @@ func (s *State) rollout(id structs.JobID) {
 	if pick.State == structs.TaskRunning && running-1 < max(j.MinAvailable, 1) {
 		return
 	}
-	s.putTask(pick.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, structs.StopRestarted })
+	t := s.putTask(pick.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, structs.StopRestarted })
+	s.record(taskEventOf(now, t, structs.EventRestarting, "%s stopping for the service's restart: placed again, it gets the newest configs", replicaName(t)))
 }
 
 // rolloutAfter takes a step of the restarts of the services whose tasks
 // events touched.
 func (s *State) rolloutAfter(events []TaskEvent) {
-	jobs := map[structs.JobID]bool{}
+	jobs := map[structs.JobID]time.Time{}
 	for _, e := range events {
 		if t := s.Tasks[e.Task]; t != nil {
-			jobs[t.Job] = true
+			jobs[t.Job] = e.Time
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(jobs)) {
-		s.rollout(id)
+		s.rollout(id, jobs[id])
 	}
 }
