@@ -24,6 +24,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/local"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/coordinator/ui"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -187,6 +188,10 @@ func Start(cfg Config) (*Daemon, error) {
 	lb := NewLocalBackend(run, srv, strings.Join(addrs, ","), cfg.Atom, ttl/3, log)
 	lb.Simulate, lb.Faults, lb.PluginDir = !cfg.RealGPUs, cfg.GPUFaults, cfg.PluginDir
 	lb.CA = string(caPEM)
+	lb.Configs = func(t *structs.Task, j *structs.Job) (out []taskenv.Config, err error) {
+		srv.Read(func(st *state.State) { out, err = taskenv.Configs(st, cfg.Keyring, t, j) })
+		return out, err
+	}
 	lb.Grace = cfg.Server.StopGrace
 	if lb.Grace <= 0 {
 		lb.Grace = server.DefaultStopGrace

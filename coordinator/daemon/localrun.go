@@ -54,6 +54,10 @@ type LocalBackend struct {
 	// HTTPS certificates (tasks get it as ATOM_TLS_CA). Set before the
 	// first Start.
 	CA string
+	// Configs, if set, returns a task's atom configs and secrets with
+	// their data (taskenv.Configs over the server's state and keyring).
+	// Set before the first Start.
+	Configs func(t *structs.Task, j *structs.Job) ([]taskenv.Config, error)
 
 	mu     sync.Mutex
 	tokens map[structs.TaskID]string
@@ -106,6 +110,16 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 			Message: "the job has no command: give command (and args) in its spec (without atom, the local backend runs the command as is)"})
 	}
 	env := map[string]string{}
+	if b.Configs != nil && len(t.Configs) > 0 {
+		// The job's env, then atom's, win over a config's keys.
+		cfgs, err := b.Configs(t, j)
+		if err == nil {
+			err = writeConfigs(filepath.Join(filepath.Dir(b.run.LogPath(string(t.ID))), "configs"), cfgs, env)
+		}
+		if err != nil {
+			return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127, Message: "configs: " + err.Error()})
+		}
+	}
 	for k, v := range j.Env {
 		env[k] = v
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/local"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -126,4 +127,37 @@ func TestLocalBackendWithoutAtomNeedsACommand(t *testing.T) {
 	out, err := os.ReadFile(run.LogPath(string(ct.ID)))
 	require.NoError(t, err)
 	assert.Equal(t, "/opt/atom/plugins\n", string(out))
+}
+
+// TestLocalBackendConfigs: a task gets a config as files under
+// $ATOM_CONFIG_ROOT and as environment variables, the job's own env
+// winning over a config's key; a value with a NUL byte cannot be an
+// environment variable: the task fails saying so, naming the key only.
+func TestLocalBackendConfigs(t *testing.T) {
+	lb, run, r := newLocalBackend(t, "")
+	ref := structs.ConfigRef{Config: "train", MountPath: "/etc/train", Owner: "user:u1"}
+	env := structs.ConfigRef{Secret: "db", Env: true, Owner: "user:u1"}
+	data := structs.ConfigData{"lr": []byte("0.1"), "USER_VAR": []byte("from-config"), "PW": []byte("pw")}
+	lb.Configs = func(*structs.Task, *structs.Job) ([]taskenv.Config, error) {
+		return []taskenv.Config{{Ref: ref, Version: 1, Data: data}, {Ref: env, Version: 1, Data: data}}, nil
+	}
+	j := &structs.Job{ID: "c-1", Kind: structs.KindCommand, Replicas: 1, Env: map[string]string{"USER_VAR": "from-job"},
+		Command: []string{"sh", "-c", `cat $ATOM_CONFIG_ROOT/etc/train/lr; echo " $PW $USER_VAR"`}, Configs: []structs.ConfigRef{ref, env}}
+	tk := localTask(j)
+	tk.Configs = []structs.TaskConfig{{ConfigID: ref.ID(), Version: 1}, {ConfigID: env.ID(), Version: 1}}
+	require.NoError(t, lb.Start(tk, j, "tok"))
+	assert.Equal(t, structs.TaskSucceeded, waitEnded(t, r, tk.ID).State)
+	out, err := os.ReadFile(run.LogPath(string(tk.ID)))
+	require.NoError(t, err)
+	assert.Equal(t, "0.1 pw from-job\n", string(out))
+
+	data["PW"] = []byte("a\x00b")
+	j2 := *j
+	j2.ID = "c-2"
+	tk2 := localTask(&j2)
+	tk2.Configs = tk.Configs
+	require.NoError(t, lb.Start(tk2, &j2, "tok"))
+	ev := waitEnded(t, r, tk2.ID)
+	assert.Equal(t, structs.TaskFailed, ev.State)
+	assert.Contains(t, ev.Message, "configs: secret db (user:u1): key PW holds a NUL byte, which an environment variable cannot: mount it as a file instead")
 }
