@@ -23,6 +23,12 @@ import (
 // The tests run one app at a time, not in parallel: urfave/cli/v2's help
 // flag is a package variable that every running app writes to.
 
+// testNow is the CLI's clock in tests: 3m12s after the API's, so ages
+// read 3m12s.
+var testNow = apitest.T0.Add(3*time.Minute + 12*time.Second)
+
+func init() { now = func() time.Time { return testNow } }
+
 // run runs the coordinator command as user against e and returns its
 // output and error.
 func run(t *testing.T, e *apitest.Env, user structs.UserID, args ...string) (string, error) {
@@ -74,9 +80,9 @@ func TestJobCommands(t *testing.T) {
 
 	// list, before and after a scheduling cycle.
 	assert.Equal(t, ""+
-		"ID           NAME   KIND     OWNER  PROJECT     PRIORITY  STATE    REPLICAS  RESOURCES         SUBMITTED\n"+
-		"batch-00002  batch  command  u1     -           low       Pending  1         cpu=1 memory=1Gi  2026-03-01 09:00:00\n"+
-		"web-00001    web    service  u1     perception  normal    Pending  2         gpu/A100=1        2026-03-01 09:00:00\n",
+		"ID           NAME   KIND     OWNER  PROJECT     PRIORITY  STATE    REPLICAS  RESOURCES         AGE    DURATION\n"+
+		"batch-00002  batch  command  u1     -           low       Pending  1         cpu=1 memory=1Gi  3m12s  -\n"+
+		"web-00001    web    service  u1     perception  normal    Pending  2         gpu/A100=1        3m12s  -\n",
 		must(t, e, "u1", "job", "list"))
 	e.Store.Schedule(t, apitest.T0)
 	out = must(t, e, "m1", "-o", "json", "job", "list", "--state", "Scheduled")
@@ -100,12 +106,12 @@ func TestJobCommands(t *testing.T) {
 		"Resources:  gpu/A100=1 per replica\n"+
 		"Image:      registry.local/web:1\n"+
 		"Command:    serve --port 8080\n"+
-		"Submitted:  2026-03-01 09:00:00\n"+
+		"Submitted:  2026-03-01 09:00:00 (3m12s ago)\n"+
 		"Attempt:    0\n"+
 		"\n"+
-		"TASK            INDEX  ATTEMPT  NODE  STATE      RESOURCES                      STARTED\n"+
-		"web-00001-0-a0  0      0        g1    Scheduled  cpu=12 memory=96Gi gpu/A100=1  -\n"+
-		"web-00001-1-a0  1      0        g1    Scheduled  cpu=12 memory=96Gi gpu/A100=1  -\n",
+		"TASK            INDEX  ATTEMPT  NODE  STATE      RESOURCES                      STARTED  ENDED  DURATION\n"+
+		"web-00001-0-a0  0      0        g1    Scheduled  cpu=12 memory=96Gi gpu/A100=1  -        -      -\n"+
+		"web-00001-1-a0  1      0        g1    Scheduled  cpu=12 memory=96Gi gpu/A100=1  -        -      -\n",
 		out)
 	out = must(t, e, "u1", "job", "status", "-o", "yaml", "web-00001")
 	var js wire.JobStatus

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,4 +47,38 @@ func TestEventsCommands(t *testing.T) {
 	assert.Equal(t, "no events\n", must(t, e, "admin", "events", "--since", "5"))
 	_, err = run(t, e, "admin", "events", "--since", "yesterday")
 	assert.EqualError(t, err, `--since "yesterday" is not allowed: use an event number or an RFC 3339 time such as 2026-12-03T13:30:00Z`)
+}
+
+// Ages and durations read as kubectl's; start and end times of the job
+// and each task; -o json carries RFC 3339 times and spec-style durations.
+func TestTimeColumns(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, name: two, priority: low, replicas: 2, resources: {cpu: "1", memory: 1Gi}}`))
+	e.Store.Schedule(t, apitest.T0)
+	e.Store.Report(t, "two-00001-0-a0", structs.TaskRunning, apitest.T0.Add(10*time.Second))
+	e.Store.Report(t, "two-00001-1-a0", structs.TaskRunning, apitest.T0.Add(10*time.Second))
+	e.Store.Report(t, "two-00001-1-a0", structs.TaskSucceeded, apitest.T0.Add(70*time.Second))
+
+	assert.Equal(t, ""+
+		"ID         NAME  KIND     OWNER  PROJECT  PRIORITY  STATE    REPLICAS  RESOURCES         AGE    DURATION\n"+
+		"two-00001  two   command  u1     -        low       Running  2         cpu=1 memory=1Gi  3m12s  3m2s\n",
+		must(t, e, "u1", "job", "list"))
+	out := must(t, e, "u1", "job", "status", "two-00001")
+	assert.Contains(t, out, ""+
+		"Submitted:  2026-03-01 09:00:00 (3m12s ago)\n"+
+		"Started:    2026-03-01 09:00:10\n"+
+		"Duration:   3m2s\n")
+	assert.Contains(t, out, ""+
+		"TASK            INDEX  ATTEMPT  NODE  STATE               RESOURCES         STARTED              ENDED                DURATION\n"+
+		"two-00001-0-a0  0      0        c1    Running             cpu=1 memory=1Gi  2026-03-01 09:00:10  -                    3m2s\n"+
+		"two-00001-1-a0  1      0        c1    Succeeded (exit 0)  cpu=1 memory=1Gi  2026-03-01 09:00:10  2026-03-01 09:01:10  60s\n")
+
+	out = must(t, e, "u1", "job", "status", "-o", "json", "two-00001")
+	assert.Contains(t, out, `"pendingTimeout": "30m"`)
+	assert.Contains(t, out, `"startedAt": "2026-03-01T09:00:10Z"`)
+	assert.Contains(t, out, `"endedAt": "2026-03-01T09:01:10Z"`)
+	assert.NotContains(t, out, "0001-01-01", "unset times are left out")
+
+	e.Store.Report(t, "two-00001-0-a0", structs.TaskSucceeded, apitest.T0.Add(100*time.Second))
+	assert.Contains(t, must(t, e, "u1", "job", "list"), "Succeeded  2         cpu=1 memory=1Gi  3m12s  90s\n")
 }

@@ -201,10 +201,10 @@ func jobList(c *cli.Context) error {
 			return
 		}
 		tw := tab(w)
-		row(tw, "ID", "NAME", "KIND", "OWNER", "PROJECT", "PRIORITY", "STATE", "REPLICAS", "RESOURCES", "SUBMITTED")
+		row(tw, "ID", "NAME", "KIND", "OWNER", "PROJECT", "PRIORITY", "STATE", "REPLICAS", "RESOURCES", "AGE", "DURATION")
 		for _, j := range jobs {
 			s := j.ShapeAt(j.Shape)
-			row(tw, j.ID, j.Name, j.Kind, j.Owner, j.Project, j.Priority, j.State, s.Replicas, s.Resources, when(j.SubmitTime))
+			row(tw, j.ID, j.Name, j.Kind, j.Owner, j.Project, j.Priority, j.State, s.Replicas, s.Resources, age(j.SubmitTime), span(j.StartedAt, j.EndedAt))
 		}
 		tw.Flush()
 	})
@@ -252,7 +252,16 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	if len(j.Command) > 0 {
 		kv("Command", strings.Join(append(append([]string{}, j.Command...), j.Args...), " "))
 	}
-	kv("Submitted", when(j.SubmitTime))
+	kv("Submitted", when(j.SubmitTime)+" ("+age(j.SubmitTime)+" ago)")
+	if !j.StartedAt.IsZero() {
+		kv("Started", when(j.StartedAt))
+	}
+	if !j.EndedAt.IsZero() {
+		kv("Ended", when(j.EndedAt))
+	}
+	if !j.StartedAt.IsZero() {
+		kv("Duration", span(j.StartedAt, j.EndedAt))
+	}
 	kv("Attempt", j.Attempt)
 	if j.ReplicaRestarts > 0 {
 		restarts := fmt.Sprintf("%d replica(s) placed again", j.ReplicaRestarts)
@@ -284,7 +293,7 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	fmt.Fprintln(w)
 	tw = tab(w)
 	versions := slices.ContainsFunc(js.Tasks, func(t *structs.Task) bool { return len(t.Configs) > 0 })
-	head := []any{"TASK", "INDEX", "ATTEMPT", "NODE", "STATE", "RESOURCES", "STARTED"}
+	head := []any{"TASK", "INDEX", "ATTEMPT", "NODE", "STATE", "RESOURCES", "STARTED", "ENDED", "DURATION"}
 	if versions {
 		head = append(head, "CONFIGS")
 	}
@@ -294,7 +303,7 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 		if t.Executor != "" {
 			index = "executor " + t.Executor // a spark job's, by its Pod
 		}
-		cells := []any{t.ID, index, t.Attempt, t.Node, taskState(t), t.Resources, when(t.StartedAt)}
+		cells := []any{t.ID, index, t.Attempt, t.Node, taskState(t), t.Resources, when(t.StartedAt), when(t.EndedAt), span(t.StartedAt, t.EndedAt)}
 		if versions {
 			cells = append(cells, taskConfigs(t))
 		}

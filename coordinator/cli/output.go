@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
 	"github.com/atom-sched/atom/pkg/structs"
@@ -91,6 +92,30 @@ func when(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+// now is the clock of ages and durations (tests set it).
+var now = time.Now
+
+// age is how long ago t was, as kubectl shows it ("3m12s", "5h", "2d3h";
+// "-" when unset).
+func age(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return duration.HumanDuration(now().Sub(t))
+}
+
+// span is how long something that started at start has run: until end,
+// or until now while end is unset ("-" when it never started).
+func span(start, end time.Time) string {
+	switch {
+	case start.IsZero():
+		return "-"
+	case end.IsZero():
+		end = now()
+	}
+	return duration.HumanDuration(end.Sub(start))
 }
 
 // amount formats a quota amount in the key's units.

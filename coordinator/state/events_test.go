@@ -51,6 +51,11 @@ func TestEventsJobLifecycle(t *testing.T) {
 		"+60 Succeeded: succeeded: launcher exited 0; stopping 1 task(s)",
 		"+60 Stopped train-1-1-a0: replica 1 stopped (Cancelled) with exit code 0",
 	}, l.events("train-1"))
+	j := l.s.Jobs["train-1"]
+	assert.Equal(t, []time.Time{t0.Add(2 * time.Second), t0.Add(time.Minute)}, []time.Time{j.StartedAt, j.EndedAt}, "the job's start and end")
+	for _, tk := range l.s.TasksOf("train-1") {
+		assert.Equal(t, []time.Time{t0.Add(2 * time.Second), t0.Add(time.Minute)}, []time.Time{tk.StartedAt, tk.EndedAt}, "task %s", tk.ID)
+	}
 	placed := l.s.Events["train-1"].Events[1]
 	assert.Equal(t, structs.NodeID("n1"), placed.Node)
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, placed.Accelerators)
@@ -90,6 +95,8 @@ func TestEventsRestartAndCancel(t *testing.T) {
 		"+6 Requeued: pending again as attempt 1: restarting: replica 1 failed with exit code 2: boom",
 		"+7 Cancelled: cancelled by u1",
 	}, l.events("g-1"))
+	assert.True(t, l.s.Jobs["g-1"].StartedAt.IsZero(), "attempt 1 never started")
+	assert.Equal(t, t0.Add(7*time.Second), l.s.Jobs["g-1"].EndedAt)
 	ev := l.s.Events["g-1"].Events
 	require.NotNil(t, ev[6].ExitCode)
 	assert.Equal(t, 2, *ev[6].ExitCode)

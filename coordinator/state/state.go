@@ -323,6 +323,7 @@ func (s *State) endJobSaying(id structs.JobID, st structs.JobState, reason, said
 	s.charge(j.ChargedScope, j.Charged, nil)
 	s.putJob(id, func(j *structs.Job) {
 		j.State, j.Reason, j.Charged, j.ChargedScope = st, reason, nil, ""
+		j.EndedAt = now
 	})
 	s.Ended[id] = now
 	if s.live[nameOf(j)] == id {

@@ -90,14 +90,16 @@ func (s *State) taskEvent(e TaskEvent) {
 			s.record(taskEventOf(e.Time, t, structs.EventStarted, "%s started on %s", replicaName(t), t.Node))
 		}
 		if j != nil && j.State == structs.JobScheduled && s.allRunning(j) {
-			s.putJob(j.ID, func(j *structs.Job) { j.State = structs.JobRunning })
+			s.putJob(j.ID, func(j *structs.Job) { j.State, j.StartedAt = structs.JobRunning, e.Time })
 			s.jobEvent(e.Time, j.ID, structs.EventRunning, "running: %d replica(s) started", s.runningReplicas(j))
 		}
 		return
 	}
 	stopping, reason := t.State == structs.TaskStopping, t.StopReason
 	unstarted := t.State == structs.TaskScheduled && e.State == structs.TaskLost
-	ended := s.putTask(t.ID, func(t *structs.Task) { t.State, t.ExitCode, t.Message = e.State, e.ExitCode, endMessage(e) })
+	ended := s.putTask(t.ID, func(t *structs.Task) {
+		t.State, t.ExitCode, t.Message, t.EndedAt = e.State, e.ExitCode, endMessage(e), e.Time
+	})
 	s.taskEnded(ended, e, reason, stopping)
 	if t.Executor != "" {
 		// A Spark executor is no replica: Spark handles its end. One
@@ -238,6 +240,7 @@ func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempte
 	s.dropHeld(id) // a spark job's executors' room: held again when it is placed again
 	j := s.putJob(id, func(j *structs.Job) {
 		j.State, j.Reason = structs.JobPending, reason
+		j.StartedAt = time.Time{}
 		j.Attempt++
 		j.WarmUps = nil
 		j.PendingSince = now

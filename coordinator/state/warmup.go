@@ -109,7 +109,9 @@ func (s *State) endWarming(j *structs.Job, cluster structs.ClusterID, msg string
 	n := 0
 	for _, t := range s.TasksOf(j.ID) {
 		if nd := s.Nodes[t.Node]; s.Warming(t) && (cluster == "" || (nd != nil && nd.Cluster == cluster)) {
-			t = s.putTask(t.ID, func(t *structs.Task) { t.State, t.Message, t.StopReason = structs.TaskFailed, msg, stop })
+			t = s.putTask(t.ID, func(t *structs.Task) {
+				t.State, t.Message, t.StopReason, t.EndedAt = structs.TaskFailed, msg, stop, now
+			})
 			s.record(taskEventOf(now, t, structs.EventFailed, "%s %s", replicaName(t), msg))
 			n++
 		}

@@ -814,7 +814,7 @@ func rvHostileStream(t *testing.T, seed uint64, steps int) {
 				j.Tolerations = tolerate
 			}
 			if r.IntN(5) == 0 {
-				j.PendingTimeout = time.Duration(1+r.IntN(10)) * time.Minute
+				j.PendingTimeout = structs.Duration(time.Duration(1+r.IntN(10)) * time.Minute)
 			}
 			_ = h.Submit(j)
 		case op < 8:

@@ -318,7 +318,7 @@ func pendingSince(j *structs.Job) time.Time {
 
 // downgrading reports whether j may use its fallback shapes now.
 func downgrading(j *structs.Job, now time.Time) bool {
-	return len(j.Fallbacks) > 0 && j.DowngradeAfter > 0 && !now.Before(pendingSince(j).Add(j.DowngradeAfter))
+	return len(j.Fallbacks) > 0 && j.DowngradeAfter > 0 && !now.Before(pendingSince(j).Add(j.DowngradeAfter.D()))
 }
 
 // eligiblePools returns the pools j may use, in preference order

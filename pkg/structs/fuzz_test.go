@@ -3,7 +3,6 @@ package structs
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,7 +42,7 @@ func checkJobInvariants(t *testing.T, j *Job) {
 	require.GreaterOrEqual(t, j.MinAvailable, 0)
 	require.LessOrEqual(t, j.MinAvailable, j.Replicas)
 	require.Positive(t, j.PendingTimeout)
-	require.GreaterOrEqual(t, j.DowngradeAfter, time.Duration(0))
+	require.GreaterOrEqual(t, j.DowngradeAfter, Duration(0))
 	require.Less(t, j.DowngradeAfter, j.PendingTimeout)
 	require.GreaterOrEqual(t, j.MaxPreemptions, 0)
 	require.Equal(t, j.Kind == KindSpark, j.Spark != nil, "spark jobs, and only they, have a spark section")

@@ -125,8 +125,8 @@ type Job struct {
 	Tolerations    []corev1.Toleration `json:"tolerations,omitempty"`
 	Affinity       Affinity            `json:"affinity,omitempty"`
 	Fallbacks      []Shape             `json:"fallbacks,omitempty"`
-	DowngradeAfter time.Duration       `json:"downgradeAfter,omitempty"`
-	PendingTimeout time.Duration       `json:"pendingTimeout,omitempty"` // 0 = DefaultPendingTimeout
+	DowngradeAfter Duration            `json:"downgradeAfter,omitempty"`
+	PendingTimeout Duration            `json:"pendingTimeout,omitempty"` // 0 = DefaultPendingTimeout
 	RestartPolicy  RestartPolicy       `json:"restartPolicy,omitempty"`
 	MaxPreemptions int                 `json:"maxPreemptions,omitempty"` // 0 = DefaultMaxPreemptions
 	Datasets       []string            `json:"datasets,omitempty"`
@@ -140,6 +140,11 @@ type Job struct {
 	Reason       string       `json:"reason,omitempty"`
 	SubmitTime   time.Time    `json:"submitTime"`
 	PendingSince time.Time    `json:"pendingSince"`
+	// StartedAt is when the current attempt started running (every
+	// replica it starts with running); zero before, and again when the
+	// job is requeued. EndedAt is when the job ended.
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	EndedAt   time.Time `json:"endedAt,omitzero"`
 	Attempt      int          `json:"attempt"`
 	Preemptions  int          `json:"preemptions,omitempty"`
 	Shape        int          `json:"shape"` // index of the shape it runs (or last ran) with
@@ -215,7 +220,7 @@ const (
 // Timeout returns the job's pending timeout with the default applied.
 func (j *Job) Timeout() time.Duration {
 	if j.PendingTimeout > 0 {
-		return j.PendingTimeout
+		return j.PendingTimeout.D()
 	}
 	return DefaultPendingTimeout
 }

@@ -531,13 +531,13 @@ func keyOf(sh Shape) shapeKey {
 
 // lifecycle sets timeouts, the restart policy and the preemption limit.
 func (s *JobSpec) lifecycle(j *Job) error {
-	j.PendingTimeout = DefaultPendingTimeout
+	j.PendingTimeout = Duration(DefaultPendingTimeout)
 	if s.PendingTimeout != "" {
 		d, err := parseDuration("pendingTimeout", s.PendingTimeout)
 		if err != nil {
 			return err
 		}
-		j.PendingTimeout = d
+		j.PendingTimeout = Duration(d)
 	}
 	switch {
 	case s.DowngradeAfter != "":
@@ -548,10 +548,10 @@ func (s *JobSpec) lifecycle(j *Job) error {
 		if err != nil {
 			return err
 		}
-		if d >= j.PendingTimeout {
+		if d >= j.PendingTimeout.D() {
 			return bad("downgradeAfter", s.DowngradeAfter, "use less than pendingTimeout (%s), or the job times out first", j.PendingTimeout)
 		}
-		j.DowngradeAfter = d
+		j.DowngradeAfter = Duration(d)
 	case len(s.Fallbacks) > 0:
 		j.DowngradeAfter = j.PendingTimeout / 3
 	}

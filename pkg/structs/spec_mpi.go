@@ -2,7 +2,6 @@ package structs
 
 import (
 	"strings"
-	"time"
 )
 
 // Bounds on the mpi section.
@@ -30,9 +29,9 @@ type MPISpec struct {
 
 // MPIOptions is the mpi section of an accepted job.
 type MPIOptions struct {
-	SlotsPerReplica int64         `json:"slotsPerReplica,omitempty"` // 0: accelerators, or 1
-	MpirunArgs      []string      `json:"mpirunArgs,omitempty"`
-	StartTimeout    time.Duration `json:"startTimeout,omitempty"` // 0: 10m
+	SlotsPerReplica int64    `json:"slotsPerReplica,omitempty"` // 0: accelerators, or 1
+	MpirunArgs      []string `json:"mpirunArgs,omitempty"`
+	StartTimeout    Duration `json:"startTimeout,omitempty"` // 0: 10m
 }
 
 // mpirunOwned are the mpirun options atom sets from the placement.
@@ -68,7 +67,7 @@ func (s *JobSpec) mpi(j *Job) error {
 		if err != nil {
 			return err
 		}
-		o.StartTimeout = d
+		o.StartTimeout = Duration(d)
 	}
 	j.MPI = o
 	return nil

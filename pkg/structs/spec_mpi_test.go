@@ -15,7 +15,7 @@ func TestMPISection(t *testing.T) {
 	require.NoError(t, err)
 	j, err := spec.ToJob("u1")
 	require.NoError(t, err)
-	assert.Equal(t, &structs.MPIOptions{SlotsPerReplica: 2, MpirunArgs: []string{"-x", "NCCL_DEBUG"}, StartTimeout: 90 * time.Second}, j.MPI)
+	assert.Equal(t, &structs.MPIOptions{SlotsPerReplica: 2, MpirunArgs: []string{"-x", "NCCL_DEBUG"}, StartTimeout: structs.Duration(90 * time.Second)}, j.MPI)
 
 	for name, c := range map[string]struct{ spec, err string }{
 		"wrong kind":  {"kind: command\nname: a\nresources: {cpu: 1}\ncommand: [x]\nmpi: {slotsPerReplica: 2}\n", "mpi is only for kind mpi; this job is kind command"},

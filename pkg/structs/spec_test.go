@@ -75,7 +75,7 @@ cache: {datasets: [lidar/2024-05]}
 				{Replicas: 4, Resources: Resources{MilliCPU: 24000, Memory: 256 * gi, AccelType: "A100", Accels: 4}}, // cpu and memory scale by 4/8
 				{Replicas: 2, Resources: Resources{MilliCPU: 48000, Memory: 512 * gi, Accels: 8}},
 			},
-			DowngradeAfter: 10 * time.Minute, PendingTimeout: time.Hour, RestartPolicy: RestartNever, MaxPreemptions: 3,
+			DowngradeAfter: Duration(10 * time.Minute), PendingTimeout: Duration(time.Hour), RestartPolicy: RestartNever, MaxPreemptions: 3,
 			Volumes:        []Volume{{Name: "ckpt", Claim: "bev-checkpoints", MountPath: "/ckpt"}},
 			CacheMountPath: "/mnt/cache", Datasets: []string{"lidar/2024-05"},
 		},
@@ -95,7 +95,7 @@ spark: {mainApplicationFile: "local:///opt/spark/jobs/clean.py"}
 			Image:    "registry.local/data/spark:3.5",
 			Replicas: 1, Resources: Resources{MilliCPU: 8000, Memory: 32 * gi},
 			Fallbacks:      []Shape{{Replicas: 1, Resources: Resources{MilliCPU: 4000, Memory: 32 * gi}}},
-			DowngradeAfter: 10 * time.Minute, PendingTimeout: DefaultPendingTimeout, RestartPolicy: RestartNever,
+			DowngradeAfter: Duration(10 * time.Minute), PendingTimeout: Duration(DefaultPendingTimeout), RestartPolicy: RestartNever,
 			Spark: &Spark{MainApplicationFile: "local:///opt/spark/jobs/clean.py", ServiceAccount: "spark",
 				Executor: SparkExecutor{Instances: 2, Cores: 1, Memory: gi}},
 		},
@@ -116,13 +116,13 @@ cache: {mountPath: /cache}
 			Kind: KindService, Name: "bev-viewer", Owner: "u1", Project: "perception", Priority: PriorityHigh,
 			Replicas: 4, MinAvailable: 3, Resources: Resources{MilliCPU: 500, Memory: gi},
 			Affinity:       Affinity{SpreadReplicas: true, AwayFromJobs: []string{"app=db"}},
-			PendingTimeout: DefaultPendingTimeout, RestartPolicy: RestartAlways, CacheMountPath: "/cache",
+			PendingTimeout: Duration(DefaultPendingTimeout), RestartPolicy: RestartAlways, CacheMountPath: "/cache",
 		},
 	}, {
 		name: "service minAvailable defaults to 1",
 		spec: "kind: service\nname: web\nreplicas: 2\nresources: {cpu: 1}",
 		want: &Job{Kind: KindService, Name: "web", Owner: "u1", Replicas: 2, MinAvailable: 1,
-			Resources: Resources{MilliCPU: 1000}, PendingTimeout: DefaultPendingTimeout, RestartPolicy: RestartAlways},
+			Resources: Resources{MilliCPU: 1000}, PendingTimeout: Duration(DefaultPendingTimeout), RestartPolicy: RestartAlways},
 	}, {
 		name: "edge command pinned to a node",
 		spec: `
@@ -136,7 +136,7 @@ restartPolicy: OnFailure
 		want: &Job{
 			Kind: KindCommand, Name: "flash-xavier", Owner: "u1", Cluster: "lab", NodeName: "edge-01.lab.local",
 			Replicas: 1, Resources: Resources{MilliCPU: 1000, Devices: map[string]int64{"jetson-xavier": 2}},
-			PendingTimeout: DefaultPendingTimeout, RestartPolicy: RestartOnFailure,
+			PendingTimeout: Duration(DefaultPendingTimeout), RestartPolicy: RestartOnFailure,
 		},
 	}, {
 		name: "plugin kind in JSON with any accelerator type",
@@ -144,7 +144,7 @@ restartPolicy: OnFailure
 			"affinity": {"withJobs": ["app in (cache, db)"]}}`,
 		want: &Job{Kind: "ray", Name: "tune", Owner: "u1", Replicas: 1, Resources: Resources{Accels: 1},
 			Affinity:       Affinity{WithJobs: []string{"app in (cache, db)"}},
-			PendingTimeout: DefaultPendingTimeout, RestartPolicy: RestartNever},
+			PendingTimeout: Duration(DefaultPendingTimeout), RestartPolicy: RestartNever},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -305,7 +305,7 @@ func TestJobSpecRejects(t *testing.T) {
 		{"downgradeAfter without fallbacks", ok + "resources: {cpu: 1}\ndowngradeAfter: 10m",
 			`downgradeAfter "10m" is not allowed: list fallbacks to downgrade to`},
 		{"downgradeAfter past the timeout", ok + "replicas: 2\nresources: {cpu: 1}\nfallbacks: [{replicas: 1}]\ndowngradeAfter: 40m",
-			`downgradeAfter "40m" is not allowed: use less than pendingTimeout (30m0s)`},
+			`downgradeAfter "40m" is not allowed: use less than pendingTimeout (30m)`},
 		{"pendingTimeout 0", ok + "resources: {cpu: 1}\npendingTimeout: 0s", `pendingTimeout "0s" is not allowed: use a duration`},
 		{"pendingTimeout negative", ok + "resources: {cpu: 1}\npendingTimeout: -5m", `pendingTimeout "-5m" is not allowed`},
 		{"pendingTimeout 8 days", ok + "resources: {cpu: 1}\npendingTimeout: 192h", `pendingTimeout "192h" is not allowed`},

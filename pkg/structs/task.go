@@ -81,7 +81,8 @@ type Task struct {
 	Healthy     bool      `json:"healthy,omitempty"`  // services: passing health checks
 	Restarts    int       `json:"restarts,omitempty"` // crash restarts in this attempt
 	ScheduledAt time.Time `json:"scheduledAt"`
-	StartedAt   time.Time `json:"startedAt,omitempty"`
+	StartedAt   time.Time `json:"startedAt,omitzero"` // its agent reported it running
+	EndedAt     time.Time `json:"endedAt,omitzero"`   // it ended (exited, was lost or never started)
 	ExitCode    int       `json:"exitCode,omitempty"`
 	// TokenIssued is set once the task's atom has exchanged its Pod's
 	// service-account token for the allocation token (Kubernetes): the

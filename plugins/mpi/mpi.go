@@ -116,7 +116,7 @@ func options(t plugin.Task) (Options, error) {
 		}
 		o.MpirunArgs = j.MPI.MpirunArgs
 		if j.MPI.StartTimeout > 0 {
-			o.StartTimeout = j.MPI.StartTimeout
+			o.StartTimeout = j.MPI.StartTimeout.D()
 		}
 	}
 	return o, nil
