@@ -61,12 +61,14 @@ func App() *cli.App {
 			if err := checkAddr(c); err != nil {
 				return err
 			}
+			// The app's --timeout, kept apart from job wait's own.
+			c.App.Metadata = map[string]any{timeoutKey: c.Duration("timeout")}
 			if ca := c.String("tls-ca"); ca != "" {
 				cfg, err := client.TLSConfig(ca)
 				if err != nil {
 					return usagef("--tls-ca: %v", err)
 				}
-				c.App.Metadata = map[string]any{tlsKey: cfg}
+				c.App.Metadata[tlsKey] = cfg
 			}
 			return nil
 		},
@@ -107,7 +109,7 @@ func Main(args []string) int {
 
 func clientCommands() []*cli.Command {
 	return []*cli.Command{jobCommand(), serviceCommand(), eventsCommand(), quotaCommand(), poolCommand(), nodeCommand(), clusterCommand(), volumeCommand(),
-		configCommand(structs.ConfigKindConfig), configCommand(structs.ConfigKindSecret)}
+		configCommand(structs.ConfigKindConfig), configCommand(structs.ConfigKindSecret), completionCommand()}
 }
 
 // usageError is a command used wrongly; it exits 2.
@@ -173,13 +175,18 @@ func usage(c *cli.Context, names []string) string {
 	return s
 }
 
-// tlsKey holds, in the app's Metadata, the *tls.Config made from --tls-ca.
-const tlsKey = "tls"
+// Keys of the app's Metadata: the *tls.Config made from --tls-ca, and
+// the app's --timeout (job wait has a --timeout of its own).
+const (
+	tlsKey     = "tls"
+	timeoutKey = "timeout"
+)
 
-// newClient returns a client for the global --addr, --token and --tls-ca.
+// newClient returns a client for the global --addr, --token, --tls-ca
+// and --timeout.
 func newClient(c *cli.Context) *client.Client {
 	cl := client.New(c.String("addr"), c.String("token"))
-	cl.Timeout = c.Duration("timeout")
+	cl.Timeout, _ = c.App.Metadata[timeoutKey].(time.Duration)
 	if cfg, ok := c.App.Metadata[tlsKey].(*tls.Config); ok {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = cfg
@@ -227,7 +234,7 @@ func unknownCommand(err error) error {
 // commands that run a coordinator do not use it.
 func checkAddr(c *cli.Context) error {
 	switch c.Args().First() {
-	case "server", "dev", "help", "h", "":
+	case "server", "dev", "help", "h", "completion", "":
 		return nil
 	}
 	addr := client.New(c.String("addr"), "").Addr()

@@ -39,12 +39,17 @@ func jobCommand() *cli.Command {
 			{
 				Name:      "list",
 				Usage:     "list the jobs you may see (yours and your projects')",
-				UsageText: "coordinator job list [--state S] [--owner U] [--project P] [--kind K]",
+				UsageText: "coordinator job list [--state S] [--owner U] [--project P] [--kind K] [--watch]",
+				Description: "Lists the jobs, oldest first, with their AGE (since submitted) and DURATION (since\n" +
+					"the current attempt started running, until it ended). --watch then prints a job's\n" +
+					"row again whenever it is new or changes, until interrupted (as kubectl get -w).",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "state", Usage: "only jobs in this state: Pending, Scheduled, Running, Succeeded, Failed or Cancelled"},
 					&cli.StringFlag{Name: "owner", Usage: "only this user's jobs"},
 					&cli.StringFlag{Name: "project", Usage: "only this project's jobs"},
 					&cli.StringFlag{Name: "kind", Usage: "only jobs of this kind"},
+					&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "after the list, print each job again when it is new or changes"},
+					&cli.DurationFlag{Name: "interval", Value: 2 * time.Second, Usage: "how often --watch polls", Hidden: true},
 					outputFlag(),
 				},
 				Action: jobList,
@@ -52,6 +57,7 @@ func jobCommand() *cli.Command {
 			{Name: "status", Usage: "show a job and its tasks", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobStatus},
 			{Name: "why", Usage: "say why a job is pending", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobWhy},
 			jobEventsCommand(),
+			jobWaitCommand(),
 			{Name: "cancel", Usage: "cancel a job", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobCancel},
 			{Name: "logs", Usage: "show a job's output (stdout and stderr of its tasks)", ArgsUsage: "ID", Action: jobLogs,
 				Flags: []cli.Flag{
@@ -186,12 +192,24 @@ func reasonOr(r, def string) string {
 
 func jobList(c *cli.Context) error {
 	if c.NArg() != 0 {
-		return usagef("usage: coordinator job list [--state S] [--owner U] [--project P] [--kind K]")
+		return usagef("usage: coordinator job list [--state S] [--owner U] [--project P] [--kind K] [--watch]")
 	}
-	jobs, err := newClient(c).ListJobs(c.Context, client.JobFilter{
+	cl := newClient(c)
+	filter := client.JobFilter{
 		State: structs.JobState(c.String("state")), Owner: structs.UserID(c.String("owner")),
 		Project: structs.ProjectID(c.String("project")), Kind: structs.JobKind(c.String("kind")),
-	})
+	}
+	if c.Bool("watch") {
+		f, err := format(c)
+		if err != nil {
+			return err
+		}
+		if f != formatTable {
+			return usagef("--watch prints a table: leave out -o %s", f)
+		}
+		return watchJobs(c, cl, filter, c.Duration("interval"))
+	}
+	jobs, err := cl.ListJobs(c.Context, filter)
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
 	}
@@ -201,10 +219,9 @@ func jobList(c *cli.Context) error {
 			return
 		}
 		tw := tab(w)
-		row(tw, "ID", "NAME", "KIND", "OWNER", "PROJECT", "PRIORITY", "STATE", "REPLICAS", "RESOURCES", "AGE", "DURATION")
+		row(tw, toAny(jobHeader)...)
 		for _, j := range jobs {
-			s := j.ShapeAt(j.Shape)
-			row(tw, j.ID, j.Name, j.Kind, j.Owner, j.Project, j.Priority, j.State, s.Replicas, s.Resources, age(j.SubmitTime), span(j.StartedAt, j.EndedAt))
+			row(tw, toAny(jobRow(j))...)
 		}
 		tw.Flush()
 	})

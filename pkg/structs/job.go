@@ -136,15 +136,15 @@ type Job struct {
 	Spark *Spark `json:"spark,omitempty"`
 
 	// Status, written only through the coordinator's state machine.
-	State        JobState     `json:"state"`
-	Reason       string       `json:"reason,omitempty"`
-	SubmitTime   time.Time    `json:"submitTime"`
-	PendingSince time.Time    `json:"pendingSince"`
+	State        JobState  `json:"state"`
+	Reason       string    `json:"reason,omitempty"`
+	SubmitTime   time.Time `json:"submitTime"`
+	PendingSince time.Time `json:"pendingSince"`
 	// StartedAt is when the current attempt started running (every
 	// replica it starts with running); zero before, and again when the
 	// job is requeued. EndedAt is when the job ended.
-	StartedAt time.Time `json:"startedAt,omitzero"`
-	EndedAt   time.Time `json:"endedAt,omitzero"`
+	StartedAt    time.Time    `json:"startedAt,omitzero"`
+	EndedAt      time.Time    `json:"endedAt,omitzero"`
 	Attempt      int          `json:"attempt"`
 	Preemptions  int          `json:"preemptions,omitempty"`
 	Shape        int          `json:"shape"` // index of the shape it runs (or last ran) with

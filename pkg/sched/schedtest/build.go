@@ -111,7 +111,10 @@ func (b *JobBuilder) Tolerate(key, value string) *JobBuilder {
 	b.j.Tolerations = append(b.j.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpEqual, Value: value})
 	return b
 }
-func (b *JobBuilder) Timeout(d time.Duration) *JobBuilder { b.j.PendingTimeout = structs.Duration(d); return b }
+func (b *JobBuilder) Timeout(d time.Duration) *JobBuilder {
+	b.j.PendingTimeout = structs.Duration(d)
+	return b
+}
 
 // Fallback adds a fallback shape (replicas × accelerators of type t).
 func (b *JobBuilder) Fallback(replicas int, t string, n int64) *JobBuilder {
@@ -120,7 +123,10 @@ func (b *JobBuilder) Fallback(replicas int, t string, n int64) *JobBuilder {
 	b.j.Fallbacks = append(b.j.Fallbacks, structs.Shape{Replicas: replicas, Resources: r})
 	return b
 }
-func (b *JobBuilder) DowngradeAfter(d time.Duration) *JobBuilder { b.j.DowngradeAfter = structs.Duration(d); return b }
+func (b *JobBuilder) DowngradeAfter(d time.Duration) *JobBuilder {
+	b.j.DowngradeAfter = structs.Duration(d)
+	return b
+}
 
 // Obj returns a fresh copy of the job.
 func (b *JobBuilder) Obj() *structs.Job { j := b.j; return &j }

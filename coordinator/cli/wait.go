@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Exit statuses of job wait besides 0 (reached) and 2 (usage).
+const (
+	exitEndedOtherwise = 1 // the job ended without reaching the condition
+	exitTimedOut       = 3 // --timeout passed first
+)
+
+func jobWaitCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "wait",
+		Usage:     "wait until a job runs or completes; the exit status says how it ended",
+		UsageText: "coordinator job wait --for running|complete [--timeout D] ID",
+		Description: "Polls the job until the condition holds, as kubectl wait does:\n" +
+			"  --for running   the job runs (every replica it starts with is running), or has\n" +
+			"                  already succeeded\n" +
+			"  --for complete  the job succeeded (a service never does: wait for running)\n" +
+			"Exit status: 0 the condition holds; 1 the job ended without it (failed or\n" +
+			"cancelled; the reason is printed) or the coordinator answered an error (no such\n" +
+			"job); 2 a usage error; 3 --timeout passed first (default: no limit).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "for", Required: true, Usage: "running or complete"},
+			&cli.DurationFlag{Name: "timeout", Usage: "give up after this long, exit status 3 (default: wait for ever)"},
+			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often to poll", Hidden: true},
+			outputFlag(),
+		},
+		Action: jobWait,
+	}
+}
+
+// reached reports whether j meets condition cond ("running" or
+// "complete"), and whether it never will (it ended otherwise).
+func reached(j *structs.Job, cond string) (ok, never bool) {
+	switch {
+	case j.State == structs.JobSucceeded:
+		return true, false
+	case j.State.Ended():
+		return false, true
+	}
+	return cond == "running" && j.State == structs.JobRunning, false
+}
+
+func jobWait(c *cli.Context) error {
+	a, err := args(c, "ID")
+	if err != nil {
+		return err
+	}
+	cond := strings.ToLower(c.String("for"))
+	if cond != "running" && cond != "complete" {
+		return usagef("--for %q is not allowed: use running or complete", c.String("for"))
+	}
+	ctx := c.Context
+	if d := c.Duration("timeout"); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	cl := newClient(c)
+	id := structs.JobID(a[0])
+	var js *wire.JobStatus
+	for {
+		js, err = cl.Job(ctx, id)
+		switch {
+		case err != nil && ctx.Err() != nil && c.Context.Err() == nil:
+			return timedOut(c, id, js, cond)
+		case err != nil:
+			return fmt.Errorf("wait for job %s: %w", id, err)
+		}
+		j := js.Job
+		if cond == "complete" && j.Kind == structs.KindService {
+			return usagef("job %s is a service: it runs until cancelled, so it never completes: wait --for running", id)
+		}
+		ok, never := reached(j, cond)
+		if ok {
+			return show(c, js, func(w io.Writer) { fmt.Fprintf(w, "job %s %s\n", id, j.State) })
+		}
+		if never {
+			if f, _ := format(c); f != formatTable {
+				_ = show(c, js, nil)
+			}
+			how := strings.ToLower(string(j.State))
+			if j.Reason != "" && !strings.EqualFold(j.Reason, how) {
+				how += ": " + j.Reason
+			}
+			return cli.Exit(fmt.Sprintf("job %s %s, so it will not be %s", id, how, cond), exitEndedOtherwise)
+		}
+		t := time.NewTimer(c.Duration("interval"))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if c.Context.Err() != nil {
+				return fmt.Errorf("wait for job %s: %w", id, c.Context.Err())
+			}
+			return timedOut(c, id, js, cond)
+		case <-t.C:
+		}
+	}
+}
+
+func timedOut(c *cli.Context, id structs.JobID, js *wire.JobStatus, cond string) error {
+	state := "unknown"
+	if js != nil {
+		state = string(js.Job.State) + reasonSuffix(js.Job.Reason)
+	}
+	return cli.Exit(fmt.Sprintf("job %s is not %s after %s: it is %s", id, cond, c.Duration("timeout"), state), exitTimedOut)
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/coordinator/api/apitest"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// job wait's exit status says how the wait ended: 0 reached, 1 the job
+// ended otherwise, 2 usage, 3 timed out.
+func TestJobWait(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	spec := file(t, `{kind: command, name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`)
+	must(t, e, "u1", "job", "submit", "-f", spec)
+	wait := func(args ...string) (string, int) {
+		t.Helper()
+		out, err := run(t, e, "u1", append([]string{"job", "wait", "--interval", "5ms"}, args...)...)
+		if err != nil {
+			out += err.Error()
+		}
+		return out, ExitCode(err)
+	}
+
+	out, code := wait("--for", "running", "--timeout", "50ms", "batch-00001")
+	assert.Equal(t, exitTimedOut, code)
+	assert.Equal(t, "job batch-00001 is not running after 50ms: it is Pending", out)
+
+	// Placed now; the wait returns once its agent reports it running.
+	e.Store.Schedule(t, apitest.T0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		out, code := wait("--for", "running", "batch-00001")
+		assert.Equal(t, 0, code)
+		assert.Equal(t, "job batch-00001 Running\n", out)
+	}()
+	e.Store.Report(t, "batch-00001-0-a0", structs.TaskRunning, apitest.T0)
+	<-done
+
+	out, code = wait("--for", "complete", "--timeout", "50ms", "batch-00001")
+	assert.Equal(t, exitTimedOut, code)
+	assert.Equal(t, "job batch-00001 is not complete after 50ms: it is Running", out)
+	e.Store.Report(t, "batch-00001-0-a0", structs.TaskSucceeded, apitest.T0)
+	for _, cond := range []string{"complete", "running"} {
+		out, code = wait("--for", cond, "batch-00001")
+		assert.Equal(t, 0, code, cond)
+		assert.Equal(t, "job batch-00001 Succeeded\n", out, "a job that succeeded has run, too")
+	}
+
+	// Failed or cancelled: 1, with the reason.
+	must(t, e, "u1", "job", "submit", "-f", spec)
+	must(t, e, "u1", "job", "cancel", "batch-00002")
+	out, code = wait("--for", "complete", "batch-00002")
+	assert.Equal(t, exitEndedOtherwise, code)
+	assert.Equal(t, "job batch-00002 cancelled, so it will not be complete", out)
+
+	// Usage errors, and a job that does not exist.
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: service, name: web, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
+	out, code = wait("--for", "complete", "web-00003")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "job web-00003 is a service: it runs until cancelled, so it never completes: wait --for running", out)
+	out, code = wait("--for", "done", "web-00003")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, `--for "done" is not allowed: use running or complete`, out)
+	out, code = wait("--for", "running", "nope")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "job nope not found")
+
+	// -o json: the job, as job status prints it.
+	out, code = wait("-o", "json", "--for", "complete", "batch-00001")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, `"state": "Succeeded"`)
+}
