@@ -102,10 +102,19 @@ deps-node:
 test-k8s: deps deps-cache deps-etcd deps-node k8s-tools deps-images
 	$(GO) test -race -count=1 -v ./test/k8s/...
 
-# atom vs kube-scheduler on the same kind of cluster (200 kwok nodes of 8
-# GPUs, 1,000 one-GPU tasks): submission to all Pods Running, side by
-# side; key=value lines, the last k8s_speedup_vs_kube_scheduler (target >= 5).
-bench-k8s: deps deps-etcd k8s-tools
+# atom against the floor (Pods created bound, no scheduler), kube-scheduler
+# (default and with atom's client rate), gangs (kube-scheduler's Workload
+# API) and Kueue on the same kind of cluster (200 kwok nodes of 8 GPUs,
+# 1,000 one-GPU tasks): submission to all Pods Running, side by side;
+# key=value lines (test/README.md, Measured). k8s-bench-tools builds
+# kube-controller-manager and Kueue v0.17.0 once into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/atom/bench-k8s-v1.37.2-kueue-v0.17.0 (or
+# $ATOM_K8S_BENCH_TOOLS); make test does not need them.
+.PHONY: k8s-bench-tools
+k8s-bench-tools:
+	@GO=$(GO) ./test/k8s/tools/build-bench.sh >/dev/null
+
+bench-k8s: deps deps-etcd k8s-tools k8s-bench-tools
 	$(GO) run ./test/benchk8s
 
 # Task start on a real node (test/benchnode): a kubelet with containerd

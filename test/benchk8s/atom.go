@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/atom-sched/atom/coordinator/api"
@@ -16,84 +15,92 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
+// benchToken is the admin's (who waits for the nodes); teams are the
+// users who submit, half the jobs each, each with a quota of half the
+// cluster (as the kueue side's two ClusterQueues).
 const benchToken = "benchk8s-admin-token-0123456789"
 
-// runAtom is run 1: a coordinator with the cluster as its kubernetes
-// backend places -tasks one-GPU jobs. It returns the timing and the shape
-// of atom's task Pods, which run 2 copies.
-func runAtom(ctx context.Context) (result, *podShape, error) {
-	c, err := startCluster(ctx, "atom")
+var teams = []string{"team-a", "team-b"}
+
+func teamToken(team string) string { return "benchk8s-" + team + "-token-0123456789" }
+
+// teamQuota is each team's share: half the cluster's GPUs, with the CPU
+// and memory the nodes have per GPU.
+func teamQuota() (gpus, cpus, memGi int) {
+	g := *flagNodes * *flagGPUs / len(teams)
+	return g, 12 * g, 128 * g
+}
+
+// runAtom is the atom side: a coordinator with the cluster as its
+// kubernetes backend places -tasks one-GPU tasks, as jobs of gang replicas
+// (gang 1: plain jobs). It returns the timing and the shape of atom's task
+// Pods, which the other sides copy.
+func runAtom(ctx context.Context, side string, gang int) (result, error) {
+	c, err := startCluster(ctx, side)
 	if err != nil {
-		return result{}, nil, err
+		return result{}, err
 	}
 	defer c.Close()
 
 	dir, err := os.MkdirTemp("", "benchk8s-")
 	if err != nil {
-		return result{}, nil, err
+		return result{}, err
 	}
 	defer os.RemoveAll(dir)
-	quota, err := structs.ParseQuotaSpec(fmt.Appendf(nil, "scope: user:bench\nlimits: {gpu/%s: %d, cpu: 1000000, memory: 10000Ti}\n",
-		gpuModel, *flagNodes**flagGPUs))
-	if err != nil {
-		return result{}, nil, err
+	tokenFile := "users:\n  - {name: bench, token: " + benchToken + ", admin: true}\n"
+	var quotas []structs.Quota
+	gpus, cpus, mem := teamQuota()
+	for _, t := range teams {
+		tokenFile += fmt.Sprintf("  - {name: %s, token: %s}\n", t, teamToken(t))
+		q, err := structs.ParseQuotaSpec(fmt.Appendf(nil, "scope: user:%s\nlimits: {gpu/%s: %d, cpu: %d, memory: %dGi}\n", t, gpuModel, gpus, cpus, mem))
+		if err != nil {
+			return result{}, err
+		}
+		quotas = append(quotas, *q)
 	}
-	tokens, err := api.ParseTokens([]byte("users:\n  - {name: bench, token: " + benchToken + ", admin: true}\n"))
+	tokens, err := api.ParseTokens([]byte(tokenFile))
 	if err != nil {
-		return result{}, nil, err
+		return result{}, err
 	}
 	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tokens, KubeImage: image, KubeHeartbeatPods: true, Logger: logger(),
 		Cluster: &structs.ClusterConfig{
 			Clusters: []structs.Cluster{{Name: "k8s", Backend: "kubernetes", Kubeconfig: c.CoordinatorKubeconfig, Namespace: namespace}},
-			Quotas:   []structs.Quota{*quota},
+			Quotas:   quotas,
 		}}
 	cfg.Server = server.Config{ID: "s1", RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true}
 	d, err := daemon.Start(cfg)
 	if err != nil {
-		return result{}, nil, err
+		return result{}, err
 	}
 	defer d.Close()
-	cl := client.New(d.URL, benchToken)
-	if err := waitNodes(ctx, cl); err != nil {
-		return result{}, nil, err
+	if err := waitNodes(ctx, client.New(d.URL, benchToken)); err != nil {
+		return result{}, err
+	}
+	clients := map[string]*client.Client{}
+	for _, t := range teams {
+		clients[t] = client.New(d.URL, teamToken(t))
 	}
 
-	w, err := watchRunning(ctx, c.Admin, *flagTasks)
-	if err != nil {
-		return result{}, nil, err
-	}
-	defer w.close()
-	before, err := apiWrites(ctx, c)
-	if err != nil {
-		return result{}, nil, err
-	}
-	cpuBefore := readCPU(c)
-	start := time.Now()
-	err = parallel(*flagTasks, func(i int) error {
-		spec := fmt.Appendf(nil, "kind: command\nname: bench-%04d\ncommand: [sleep, infinity]\nresources: {accelerators: {type: %s, count: 1}}\n", i, gpuModel)
-		_, err := cl.SubmitJob(ctx, spec, fmt.Sprintf("bench-%04d", i))
-		return err
+	jobs := *flagTasks / gang
+	r, err := measure(ctx, c, side, func() error {
+		return parallel(jobs, func(i int) error {
+			team := teams[i%len(teams)]
+			name := fmt.Sprintf("%s-%04d", team, i)
+			spec := fmt.Appendf(nil, "kind: command\nname: %s\nreplicas: %d\ncommand: [sleep, infinity]\nresources: {accelerators: {type: %s, count: 1}}\n",
+				name, gang, gpuModel)
+			_, err := clients[team].SubmitJob(ctx, spec, name)
+			return err
+		})
 	})
 	if err != nil {
-		return result{}, nil, fmt.Errorf("submit: %w", err)
+		return result{}, err
 	}
-	r := result{submitted: time.Since(start)}
-	if err := w.wait(ctx); err != nil {
-		return result{}, nil, err
-	}
-	r.running = w.at.Sub(start)
-	r.cpuBy, r.cpu = readCPU(c).since(cpuBefore)
-	r.created, r.bound = w.createdAt.Sub(start), w.boundAt.Sub(start)
-	fmt.Fprintf(os.Stderr, "%s: %s\n", "atom", w.progress(start))
-	if after, err := apiWrites(ctx, c); err == nil {
-		r.writes, r.writesBy = after.since(before)
-	}
-
 	pods, err := c.Admin.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil || len(pods.Items) == 0 {
-		return result{}, nil, fmt.Errorf("read a task Pod's shape: %v", err)
+		return result{}, fmt.Errorf("read a task Pod's shape: %v", err)
 	}
-	return r, shapeOf(&pods.Items[0]), nil
+	r.shape = shapeOf(&pods.Items[0])
+	return r, nil
 }
 
 // waitNodes waits until the coordinator has every node, ready.
@@ -117,17 +124,4 @@ func waitNodes(ctx context.Context, cl *client.Client) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// podShape is what kube-scheduler's Pods copy from atom's: image,
-// priority class and resources.
-type podShape struct {
-	image         string
-	priorityClass string
-	resources     corev1.ResourceRequirements
-}
-
-func shapeOf(p *corev1.Pod) *podShape {
-	return &podShape{image: p.Spec.Containers[0].Image, priorityClass: p.Spec.PriorityClassName,
-		resources: *p.Spec.Containers[0].Resources.DeepCopy()}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,16 +18,25 @@ import (
 	"github.com/atom-sched/atom/test/k8s/k8stest"
 )
 
-// startCluster starts a fresh API server with kwok, applies deploy's RBAC
-// and PriorityClasses, makes the namespace and adds the GPU nodes.
-func startCluster(ctx context.Context, name string) (*k8stest.Cluster, error) {
+// startCluster starts a fresh API server (with apiServerArgs) and kwok,
+// applies deploy's RBAC and PriorityClasses, makes the namespace and adds
+// the GPU nodes. kwok completes no Pod: every side's Pods run until the
+// end, as atom's `sleep infinity` does (kwok's pod-complete stage would
+// end a Job's Pods at once).
+func startCluster(ctx context.Context, name string, apiServerArgs ...string) (*k8stest.Cluster, error) {
+	tools, err := k8stest.FindTools()
+	if err != nil {
+		return nil, err
+	}
+	tools.Stages = slices.DeleteFunc(tools.Stages, func(s string) bool { return filepath.Base(s) == "pod-complete.yaml" })
 	kwokConfig, err := writeKwokConfig()
 	if err != nil {
 		return nil, err
 	}
-	c, err := k8stest.New(ctx, k8stest.Options{Name: name, KwokArgs: []string{"--config=" + kwokConfig}, Logf: func(f string, a ...any) {
-		fmt.Fprintf(os.Stderr, f+"\n", a...)
-	}})
+	c, err := k8stest.New(ctx, k8stest.Options{Name: name, Tools: &tools, APIServerArgs: apiServerArgs,
+		KwokArgs: []string{"--config=" + kwokConfig}, Logf: func(f string, a ...any) {
+			fmt.Fprintf(os.Stderr, f+"\n", a...)
+		}})
 	os.Remove(kwokConfig) // read by kwok as it started
 	if err != nil {
 		return nil, err
@@ -53,6 +63,38 @@ func startCluster(ctx context.Context, name string) (*k8stest.Cluster, error) {
 	}
 	fmt.Fprintf(os.Stderr, "cluster %s: %d GPU nodes Ready in %.1fs\n", name, *flagNodes, time.Since(start).Seconds())
 	return c, nil
+}
+
+// measure times one side on c: from calling submit until a watch has seen
+// -tasks Pods of the namespace Running, with the API writes and the CPU
+// the cluster's programs and this process used meanwhile.
+func measure(ctx context.Context, c *k8stest.Cluster, side string, submit func() error) (result, error) {
+	w, err := watchRunning(ctx, c.Admin, *flagTasks)
+	if err != nil {
+		return result{}, err
+	}
+	defer w.close()
+	before, err := apiWrites(ctx, c)
+	if err != nil {
+		return result{}, err
+	}
+	cpuBefore := readCPU(c)
+	start := time.Now()
+	if err := submit(); err != nil {
+		return result{}, fmt.Errorf("submit: %w", err)
+	}
+	r := result{submitted: time.Since(start)}
+	if err := w.wait(ctx); err != nil {
+		return result{}, err
+	}
+	r.running = w.at.Sub(start)
+	r.cpuBy, r.cpu = readCPU(c).since(cpuBefore)
+	r.created, r.bound = w.createdAt.Sub(start), w.boundAt.Sub(start)
+	fmt.Fprintf(os.Stderr, "%s: %s\n", side, w.progress(start))
+	if after, err := apiWrites(ctx, c); err == nil {
+		r.writes, r.writesBy = after.since(before)
+	}
+	return r, nil
 }
 
 // kwokConfig lets kwok play the kubelets of -kwok-parallelism Pods at once
@@ -85,7 +127,7 @@ func addNodes(ctx context.Context, c *k8stest.Cluster) error {
 	for w := range creators {
 		var specs []k8stest.NodeSpec
 		for i := w; i < *flagNodes; i += creators {
-			specs = append(specs, k8stest.NodeSpec{Name: fmt.Sprintf("gpu-%03d", i), GPUs: *flagGPUs, GPUModel: gpuModel})
+			specs = append(specs, k8stest.NodeSpec{Name: nodeName(i), GPUs: *flagGPUs, GPUModel: gpuModel})
 		}
 		wg.Add(1)
 		go func() {
@@ -99,6 +141,8 @@ func addNodes(ctx context.Context, c *k8stest.Cluster) error {
 	close(errs)
 	return <-errs
 }
+
+func nodeName(i int) string { return fmt.Sprintf("gpu-%03d", i) }
 
 // repoRoot is the repository's root directory.
 func repoRoot() string {

@@ -1,24 +1,31 @@
-// Command benchk8s compares atom with kube-scheduler on the same kind of
-// Kubernetes cluster (DESIGN §9, issue 5): a real kube-apiserver with
-// etcd and kwok (test/k8s/k8stest), 200 kwok GPU nodes of 8 nvidia.com/gpu
-// each, and 1,000 one-GPU tasks.
+// Command benchk8s compares atom with what a Kubernetes user would run
+// instead, on the same kind of cluster (DESIGN §9): a real kube-apiserver
+// with etcd and kwok (test/k8s/k8stest), 200 kwok GPU nodes of 8
+// nvidia.com/gpu each, and 1,000 one-GPU tasks. Each side gets a fresh,
+// identical cluster and is timed from its first submission until a watch
+// has seen all 1,000 Pods Running:
 //
-//  1. atom: a coordinator server (the kube backend, heartbeating for the
-//     kwok Pods, where no atom runs) follows the cluster's Nodes; 1,000
-//     one-GPU jobs are submitted through its HTTP API, and the time from
-//     the first submission until a watch has seen all 1,000 task Pods
-//     Running is measured;
-//  2. kube-scheduler: on a fresh, identical cluster, kube-scheduler (built
-//     from the same k8s.io/kubernetes module, default settings) runs, and
-//     1,000 Pods with the same image, priority class and resources as
-//     atom's are created; the time from the first creation until all are
-//     Running is measured.
+//   - atom: a coordinator server (the kube backend, heartbeating for the
+//     kwok Pods, where no atom runs) follows the cluster's Nodes; two users
+//     with quota submit 500 one-GPU jobs each through its HTTP API;
+//   - floor: the bench creates the 1,000 Pods itself, already bound
+//     (nodeName), of atom's image, priority class and resources: no
+//     scheduler at all, the least any scheduler can take here;
+//   - kube: kube-scheduler (the same k8s.io/kubernetes module, default
+//     settings) places 1,000 such Pods; kube-tuned: the same with its
+//     client's QPS and burst raised to atom's;
+//   - kueue: Kueue v0.17.0 with kube-scheduler and kube-controller-manager's
+//     Job controller (tuned like kube-tuned): two ClusterQueues in a
+//     cohort, 500 one-GPU batch/v1 Jobs per team;
+//   - gang-atom, gang-kube: 125 jobs of 8 one-GPU replicas placed all or
+//     nothing, by atom and by kube-scheduler's gang scheduling (the
+//     GenericWorkload feature gate: PodGroups of scheduling.k8s.io/v1beta1).
 //
-// Both sides submit with -workers concurrent clients, and both share
-// kwok's latency from bound to Running. Output is key=value lines; the last
-// is k8s_speedup_vs_kube_scheduler (target ≥ 5). BENCHK8S_LOG=info shows
-// the coordinator's log; -cpuprofile profiles the atom run (this process:
-// the coordinator).
+// Every side submits with -workers concurrent clients and shares kwok's
+// latency from bound to Running. Output is key=value lines: each side's
+// time, API writes by resource and CPU by process, then the ratios and
+// their targets. BENCHK8S_LOG=info shows the coordinator's log;
+// -cpuprofile profiles the atom side (this process: the coordinator).
 package main
 
 import (
@@ -28,19 +35,26 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"time"
 )
 
 var (
 	flagNodes      = flag.Int("nodes", 200, "kwok GPU nodes")
 	flagGPUs       = flag.Int("gpus", 8, "nvidia.com/gpu per node")
-	flagTasks      = flag.Int("tasks", 1000, "one-GPU tasks (atom jobs, or Pods for kube-scheduler)")
+	flagTasks      = flag.Int("tasks", 1000, "one-GPU tasks on each side (a multiple of -gang)")
+	flagGang       = flag.Int("gang", 8, "replicas of each gang job on the gang sides")
 	flagWorkers    = flag.Int("workers", 32, "concurrent clients submitting jobs or creating Pods")
-	flagTimeout    = flag.Duration("timeout", 10*time.Minute, "give up after this long")
-	flagSkip       = flag.String("skip", "", "a run to skip: atom or kube")
-	flagKwok       = flag.Int("kwok-parallelism", 16, "Pods (and nodes) kwok plays the kubelet of at once, in both runs")
-	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of the atom run to this file")
+	flagTimeout    = flag.Duration("timeout", 15*time.Minute, "give up after this long")
+	flagSides      = flag.String("sides", strings.Join(allSides, ","), "the sides to run, in this order")
+	flagKwok       = flag.Int("kwok-parallelism", 16, "Pods (and nodes) kwok plays the kubelet of at once, on every side")
+	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of the atom side to this file")
 )
+
+// allSides are the sides, in the order they run by default: the slow
+// default kube-scheduler last.
+var allSides = []string{"atom", "floor", "kube-tuned", "kueue", "gang-atom", "gang-kube", "kube"}
 
 const (
 	namespace = "bench"
@@ -65,56 +79,80 @@ func logger() *slog.Logger {
 }
 
 func run() error {
-	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
-	defer cancel()
-	fmt.Printf("nodes=%d gpus_per_node=%d tasks=%d workers=%d\n", *flagNodes, *flagGPUs, *flagTasks, *flagWorkers)
+	sides := strings.Split(*flagSides, ",")
+	for _, s := range sides {
+		if !slices.Contains(allSides, s) {
+			return fmt.Errorf("-sides: unknown side %q: use some of %s", s, strings.Join(allSides, ","))
+		}
+	}
 	if *flagTasks > *flagNodes**flagGPUs {
 		return fmt.Errorf("-tasks %d: the cluster has %d GPUs: use at most that many", *flagTasks, *flagNodes**flagGPUs)
 	}
-
-	var atom, kube result
-	var podTemplate *podShape
-	if *flagSkip != "atom" {
-		if *flagCPUProfile != "" {
-			f, err := os.Create(*flagCPUProfile)
-			if err != nil {
-				return err
-			}
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-		}
-		r, shape, err := runAtom(ctx)
-		if *flagCPUProfile != "" {
-			pprof.StopCPUProfile()
-		}
+	if *flagGang < 1 || *flagTasks%*flagGang != 0 {
+		return fmt.Errorf("-gang %d: -tasks (%d) must be a multiple of it", *flagGang, *flagTasks)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
+	defer cancel()
+	fmt.Printf("nodes=%d gpus_per_node=%d tasks=%d gang=%d workers=%d\n", *flagNodes, *flagGPUs, *flagTasks, *flagGang, *flagWorkers)
+	fmt.Printf("loadavg_before=%s\n", loadavg())
+	res := map[string]result{}
+	shape := defaultShape()
+	for _, side := range sides {
+		r, err := runSide(ctx, side, shape)
 		if err != nil {
-			return fmt.Errorf("atom run: %w", err)
+			return fmt.Errorf("%s side: %w", side, err)
 		}
-		atom, podTemplate = r, shape
-		fmt.Printf("atom_submitted_s=%.2f atom_pods_created_s=%.2f atom_pods_bound_s=%.2f\n", atom.submitted.Seconds(), atom.created.Seconds(), atom.bound.Seconds())
-		fmt.Printf("atom_api_writes=%d atom_api_writes_by_resource=%s\n", atom.writes, atom.writesBy)
-		fmt.Printf("atom_cpu_s=%.2f atom_cpu_s_by_process=%s\n", atom.cpu, atom.cpuBy)
-		fmt.Printf("atom_submit_to_running_s=%.2f\n", atom.running.Seconds())
-	}
-	if *flagSkip != "kube" {
-		if podTemplate == nil {
-			podTemplate = defaultShape()
+		if r.shape != nil {
+			shape = r.shape
 		}
-		r, err := runKube(ctx, podTemplate)
-		if err != nil {
-			return fmt.Errorf("kube-scheduler run: %w", err)
-		}
-		kube = r
-		fmt.Printf("kube_created_s=%.2f kube_pods_bound_s=%.2f\n", kube.submitted.Seconds(), kube.bound.Seconds())
-		fmt.Printf("kube_api_writes=%d kube_api_writes_by_resource=%s\n", kube.writes, kube.writesBy)
-		fmt.Printf("kube_cpu_s=%.2f kube_cpu_s_by_process=%s\n", kube.cpu, kube.cpuBy)
-		fmt.Printf("kube_scheduler_create_to_running_s=%.2f\n", kube.running.Seconds())
+		res[side] = r
+		r.print(side)
 	}
-	if atom.running > 0 && kube.running > 0 {
-		fmt.Printf("k8s_speedup_vs_kube_scheduler=%.2f\n", kube.running.Seconds()/atom.running.Seconds())
-	}
+	fmt.Printf("loadavg_after=%s\n", loadavg())
+	printRatios(res)
 	return nil
+}
+
+// runSide runs one side on a fresh cluster.
+func runSide(ctx context.Context, side string, shape *podShape) (result, error) {
+	switch side {
+	case "atom":
+		stop, err := profile()
+		if err != nil {
+			return result{}, err
+		}
+		defer stop()
+		return runAtom(ctx, side, 1)
+	case "gang-atom":
+		return runAtom(ctx, side, *flagGang)
+	case "floor":
+		return runFloor(ctx, shape)
+	case "kube":
+		return runKube(ctx, shape, nil)
+	case "kube-tuned":
+		return runKube(ctx, shape, tunedClient())
+	case "gang-kube":
+		return runGangKube(ctx, shape)
+	case "kueue":
+		return runKueue(ctx, shape)
+	}
+	return result{}, fmt.Errorf("unknown side %q", side)
+}
+
+// profile writes a CPU profile of the atom side to -cpuprofile.
+func profile() (stop func(), err error) {
+	if *flagCPUProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(*flagCPUProfile)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // result is one side's timing from its first submission: until the last
@@ -130,4 +168,67 @@ type result struct {
 	// used until all were Running, in all and by process.
 	cpu   float64
 	cpuBy string
+	// shape is the shape of atom's task Pods, which the other sides copy.
+	shape *podShape
+}
+
+// timeKey is the name of each side's headline figure: the time from the
+// first submission until every Pod ran.
+var timeKey = map[string]string{
+	"atom":       "atom_submit_to_running_s",
+	"floor":      "floor_s",
+	"kube":       "kube_scheduler_create_to_running_s",
+	"kube-tuned": "kube_tuned_s",
+	"kueue":      "kueue_s",
+	"gang-atom":  "gang_atom_s",
+	"gang-kube":  "gang_kube_s",
+}
+
+func (r result) print(side string) {
+	p := strings.ReplaceAll(side, "-", "_")
+	fmt.Printf("%s_submitted_s=%.2f %s_pods_created_s=%.2f %s_pods_bound_s=%.2f\n", p, r.submitted.Seconds(), p, r.created.Seconds(), p, r.bound.Seconds())
+	fmt.Printf("%s_api_writes=%d %s_api_writes_by_resource=%s\n", p, r.writes, p, r.writesBy)
+	fmt.Printf("%s_cpu_s=%.2f %s_cpu_s_by_process=%s\n", p, r.cpu, p, r.cpuBy)
+	fmt.Printf("%s=%.2f\n", timeKey[side], r.running.Seconds())
+}
+
+// printRatios prints each ratio whose two sides ran, with its target.
+func printRatios(res map[string]result) {
+	ratio := func(key, num, den, target string, met func(float64) bool) {
+		n, ok1 := res[num]
+		d, ok2 := res[den]
+		if !ok1 || !ok2 {
+			return
+		}
+		v := n.running.Seconds() / d.running.Seconds()
+		line := fmt.Sprintf("%s=%.2f", key, v)
+		if target != "" {
+			verdict := "met"
+			if !met(v) {
+				verdict = "NOT met"
+			}
+			line = fmt.Sprintf("%-34s # target %s: %s", line, target, verdict)
+		}
+		fmt.Println(line)
+	}
+	atMost := func(x float64) func(float64) bool { return func(v float64) bool { return v <= x } }
+	atLeast := func(x float64) func(float64) bool { return func(v float64) bool { return v >= x } }
+	ratio("atom_vs_floor", "atom", "floor", "<= 1.3", atMost(1.3))
+	ratio("speedup_vs_kube_tuned", "kube-tuned", "atom", ">= 1.5", atLeast(1.5))
+	ratio("speedup_vs_kueue", "kueue", "atom", "> 1 (atom faster)", func(v float64) bool { return v > 1 })
+	ratio("gang_speedup_vs_kube", "gang-kube", "gang-atom", "", nil)
+	ratio("k8s_speedup_vs_kube_scheduler", "kube", "atom", "", nil)
+}
+
+// loadavg is the machine's 1-, 5- and 15-minute load averages.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], "/")
 }

@@ -460,24 +460,34 @@ func (c *Cluster) restartKwok(ctx context.Context) error {
 }
 
 // StartKubeScheduler starts a kube-scheduler built from the same
-// k8s.io/kubernetes module, with default settings, against the cluster
+// k8s.io/kubernetes module, with default settings and then args (e.g.
+// --kube-api-qps=1000, --feature-gates=...), against the cluster
 // (side-by-side benchmarks). Close stops it.
-func (c *Cluster) StartKubeScheduler(ctx context.Context) error {
+func (c *Cluster) StartKubeScheduler(ctx context.Context, args ...string) error {
+	return c.StartComponent(ctx, "kube-scheduler", c.tools.KubeScheduler, args...)
+}
+
+// StartComponent starts a Kubernetes control-plane program that serves
+// HTTPS health checks as kube-scheduler and kube-controller-manager do,
+// as the cluster's admin on a free loopback port, with leader election
+// off, then args; it returns once /healthz answers. Processes counts it;
+// Close stops it.
+func (c *Cluster) StartComponent(ctx context.Context, name, bin string, args ...string) error {
 	return c.retryPorts(func() (*proc, error) {
 		ports, err := freePorts(1)
 		if err != nil {
 			return nil, err
 		}
-		p, err := spawn(c.Dir, "kube-scheduler", c.tools.KubeScheduler, []string{
+		p, err := spawn(c.Dir, name, bin, append([]string{
 			"--kubeconfig=" + c.AdminKubeconfig,
 			"--authentication-kubeconfig=" + c.AdminKubeconfig,
 			"--authorization-kubeconfig=" + c.AdminKubeconfig,
 			"--leader-elect=false",
 			"--bind-address=127.0.0.1",
 			fmt.Sprintf("--secure-port=%d", ports[0]),
-			"--cert-dir=" + filepath.Join(c.Dir, "scheduler-certs"),
+			"--cert-dir=" + filepath.Join(c.Dir, name+"-certs"),
 			"--v=1",
-		}, nil)
+		}, args...), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -491,6 +501,24 @@ func (c *Cluster) StartKubeScheduler(ctx context.Context) error {
 			return err
 		})
 	})
+}
+
+// StartProgram starts another program beside the cluster (a controller or
+// webhook server a benchmark runs) with args and env (NAME=value, added to
+// this process's), its output in the cluster's logs/, and returns once
+// ready returns nil (at once when ready is nil). A program that exits
+// first is an error with its last log lines. Processes counts it; Close
+// stops it.
+func (c *Cluster) StartProgram(ctx context.Context, name, bin string, args, env []string, ready func(context.Context) error) error {
+	p, err := spawn(c.Dir, name, bin, args, env)
+	if err != nil {
+		return err
+	}
+	c.add(p)
+	if ready == nil {
+		return nil
+	}
+	return p.waitUntil(ctx, ready)
 }
 
 // Config returns a client configuration for the API server that sends

@@ -25,8 +25,9 @@
 // SetNodeReady (StopNode, RestartNode) makes a node go silent as a dead
 // kubelet does (Ready=Unknown, its Pods left as they are) and brings it
 // back. StartTwo starts two independent clusters; StartKubeScheduler adds
-// the kube-scheduler built from the same module; ApplyYAML and ApplyFile
-// server-side apply manifests.
+// the kube-scheduler built from the same module (StartComponent another
+// control-plane program, StartProgram any program, for benchmarks);
+// ApplyYAML and ApplyFile server-side apply manifests.
 //
 // # The real node
 //
