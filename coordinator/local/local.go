@@ -34,6 +34,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -130,8 +131,16 @@ type Event struct {
 // Config configures a Backend.
 type Config struct {
 	// Dir is the base directory; each task works in Dir/tasks/<TaskID>,
-	// which also holds its output.log. Required; created if missing.
+	// which also holds its output.log and its tmp. Required; created if
+	// missing. Its length does not matter: see RunDir.
 	Dir string
+	// RunDir is where the backend makes its directory of short paths:
+	// each task's TMPDIR is a link there (RunDir/atom-NNN/N) to the
+	// task's tmp, so the Unix sockets its programs make in TMPDIR (the
+	// job-type plugin's, mpirun's) stay within the 108 bytes a socket
+	// path may have, however long Dir and the task ID are. Default:
+	// $TMPDIR when it is at most 40 bytes long, else /tmp.
+	RunDir string
 	// Clock stamps events; time.Now when nil. Stop's grace is measured by
 	// real timers regardless.
 	Clock func() time.Time
@@ -145,6 +154,7 @@ type Config struct {
 // use.
 type Backend struct {
 	tasksDir string // absolute Dir/tasks
+	runDir   string // this backend's own directory of TMPDIR links; removed by Close
 	clock    func() time.Time
 	grace    time.Duration
 	queue    *eventQueue
@@ -155,6 +165,7 @@ type Backend struct {
 	mu     sync.Mutex
 	closed bool             // guarded by mu
 	tasks  map[string]*task // guarded by mu; every TaskID ever started
+	links  uint64           // guarded by mu; TMPDIR links made so far
 }
 
 // task is the backend's record of one TaskID. Fields other than pid are
@@ -174,6 +185,9 @@ type task struct {
 	killAt time.Time
 	// done is closed when running becomes false.
 	done chan struct{}
+	// tmpLink is the task's TMPDIR, a link to its tmp in its directory;
+	// removed when the leader exits.
+	tmpLink string
 }
 
 // New creates a Backend rooted at cfg.Dir.
@@ -189,8 +203,20 @@ func New(cfg Config) (*Backend, error) {
 	if err := os.MkdirAll(tasksDir, 0o750); err != nil {
 		return nil, fmt.Errorf("new local backend: %w", err)
 	}
+	base := cfg.RunDir
+	if base == "" {
+		base = os.TempDir()
+		if len(base) > maxRunBase {
+			base = "/tmp"
+		}
+	}
+	runDir, err := os.MkdirTemp(base, "atom-")
+	if err != nil {
+		return nil, fmt.Errorf("new local backend: make its directory for the tasks' TMPDIR: %w", err)
+	}
 	b := &Backend{
 		tasksDir: tasksDir,
+		runDir:   runDir,
 		clock:    cfg.Clock,
 		grace:    cfg.Grace,
 		queue:    newEventQueue(),
@@ -237,7 +263,7 @@ func (b *Backend) Start(ctx context.Context, l Launch) error {
 	t := &task{done: make(chan struct{})}
 	b.tasks[l.TaskID] = t
 
-	cmd, log, err := b.prepare(l)
+	cmd, log, err := b.prepare(l, t)
 	if err == nil {
 		err = cmd.Start()
 		// The child has its own descriptor; ours has nothing buffered.
@@ -245,6 +271,7 @@ func (b *Backend) Start(ctx context.Context, l Launch) error {
 	}
 	if err != nil {
 		close(t.done)
+		b.removeLink(t)
 		b.queue.push(Event{TaskID: l.TaskID, Kind: EventKindStartFailed, Err: err.Error(), Time: b.clock()})
 		return nil
 	}
@@ -257,19 +284,25 @@ func (b *Backend) Start(ctx context.Context, l Launch) error {
 	return nil
 }
 
-// prepare creates the task's directory and log and builds its command; the
-// caller closes the log after starting the command. On error nothing is left
-// open. Called with b.mu held.
-func (b *Backend) prepare(l Launch) (*exec.Cmd, *os.File, error) {
+// prepare creates the task's directory, its TMPDIR link and its log and
+// builds its command; the caller closes the log after starting the
+// command. On error nothing is left open. Called with b.mu held.
+func (b *Backend) prepare(l Launch, t *task) (*exec.Cmd, *os.File, error) {
 	dir := filepath.Join(b.tasksDir, l.TaskID)
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.MkdirAll(tmp, 0o750); err != nil {
 		return nil, nil, fmt.Errorf("create task dir: %w", err)
 	}
+	b.links++
+	link := filepath.Join(b.runDir, strconv.FormatUint(b.links, 36))
+	if err := os.Symlink(tmp, link); err != nil {
+		return nil, nil, fmt.Errorf("link the task's TMPDIR: %w", err)
+	}
+	t.tmpLink = link
 	env := map[string]string{
 		"PATH":   os.Getenv("PATH"),
 		"HOME":   dir,
-		"TMPDIR": tmp,
+		"TMPDIR": link,
 	}
 	if env["PATH"] == "" {
 		env["PATH"] = defaultPath
@@ -317,6 +350,7 @@ func (b *Backend) reap(id string, t *task, cmd *exec.Cmd) {
 	t.running = false
 	close(t.done)
 	_ = syscall.Kill(-t.pid, syscall.SIGKILL) // ESRCH: nothing was left
+	b.removeLink(t)
 	b.mu.Unlock()
 
 	// 3. Reap and report.
@@ -448,7 +482,21 @@ func (b *Backend) Close() {
 	}
 	b.mu.Unlock()
 	b.wg.Wait()
+	_ = os.RemoveAll(b.runDir) // links only: their targets stay
 	b.queue.close()
+}
+
+// maxRunBase is the longest $TMPDIR the backend makes its directory of
+// TMPDIR links in (else /tmp): with the link's own name ("atom-"+10
+// digits, a short one per task) TMPDIR stays within 40+25 bytes, which
+// leaves room in a socket path's 108 for the names programs choose.
+const maxRunBase = 40
+
+// removeLink removes the task's TMPDIR link. Called with b.mu held.
+func (b *Backend) removeLink(t *task) {
+	if t.tmpLink != "" {
+		_ = os.Remove(t.tmpLink)
+	}
 }
 
 func validate(l Launch) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +21,22 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/local"
 )
+
+// TestMain doubles as a task's program: with LOCAL_TEST_BIND set it
+// listens on a Unix socket of that name in $TMPDIR, as a plugin does.
+func TestMain(m *testing.M) {
+	if name := os.Getenv("LOCAL_TEST_BIND"); name != "" {
+		ln, err := net.Listen("unix", filepath.Join(os.TempDir(), name))
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Println("listening on", ln.Addr())
+		ln.Close()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // waitFor bounds every wait on a process or an event.
 const waitFor = 5 * time.Second
@@ -214,7 +231,7 @@ func TestEnvironment(t *testing.T) {
 	b := newBackend(t, local.Config{})
 	require.NoError(t, b.Start(context.Background(), local.Launch{
 		TaskID:  "t1",
-		Command: sh(`echo "greeting=$GREETING home=$HOME tmp=$TMPDIR"; test -d "$TMPDIR" && echo tmp-exists; env | cut -d= -f1 | sort | tr '\n' ' '`),
+		Command: sh(`echo "greeting=$GREETING home=$HOME tmp=$(cd "$TMPDIR" && pwd -P)"; test -d "$TMPDIR" && echo tmp-exists; env | cut -d= -f1 | sort | tr '\n' ' '`),
 		Env:     map[string]string{"GREETING": "hello world"},
 	}))
 	require.Zero(t, waitEvent(t, b, "t1", local.EventKindExited).ExitCode)
@@ -230,6 +247,41 @@ func TestEnvironment(t *testing.T) {
 	for _, k := range strings.Fields(lines[2]) {
 		assert.Contains(t, allowed, k)
 	}
+}
+
+// TestShortTMPDIR: however long the base directory and the task ID, a
+// task's TMPDIR is short enough for Unix sockets (whose paths may have
+// 108 bytes), and it is the task's own tmp, in its directory; the link
+// goes when the task ends, the backend's directory of links with Close.
+func TestShortTMPDIR(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), strings.Repeat("long-base-directory/", 15))
+	b, err := local.New(local.Config{Dir: dir})
+	require.NoError(t, err)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	id := strings.Repeat("a-job-name-of-sixty-three-characters-", 2)[:63] + "-0-ab12"
+	name := "plugin1234567890" // go-plugin's: "plugin" and os.CreateTemp's digits
+	require.NoError(t, b.Start(context.Background(), local.Launch{TaskID: id, Command: []string{self},
+		Env: map[string]string{"LOCAL_TEST_BIND": name}}))
+	started := waitEvent(t, b, id, local.EventKindStarted)
+	ev := waitEvent(t, b, id, local.EventKindExited)
+	log := readLog(t, b, id)
+	require.Zero(t, ev.ExitCode, log)
+	link := strings.TrimSpace(strings.TrimPrefix(log, "listening on "))
+	link = filepath.Dir(link)
+	assert.LessOrEqual(t, len(link), 65, "TMPDIR %s", link)
+	_, err = os.Lstat(link)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the link goes with the task (pid %d)", started.PID)
+	fi, err := os.Stat(filepath.Join(filepath.Dir(b.LogPath(id)), "tmp"))
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir())
+
+	b.Close()
+	for range b.Events() {
+	}
+	_, err = os.Lstat(filepath.Dir(link))
+	assert.ErrorIs(t, err, os.ErrNotExist, "Close removes the directory of links")
 }
 
 func TestEnvOverridesBase(t *testing.T) {

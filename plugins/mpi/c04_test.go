@@ -96,8 +96,8 @@ func TestC04LauncherWaitsForEveryWorker(t *testing.T) {
 	l, err := mpi.ReadLayout(r.ex.Env[mpi.RanksEnv])
 	require.NoError(t, err)
 	assert.Equal(t, []mpi.Replica{{Index: 0, Task: string(tasks[0].ID), Host: "localhost"},
-		{Index: 1, Task: string(tasks[1].ID), Node: string(tasks[1].Node), Host: string(tasks[1].ID)},
-		{Index: 2, Task: string(tasks[2].ID), Node: string(tasks[2].Node), Host: string(tasks[2].ID)}}, l.Replicas)
+		{Index: 1, Task: string(tasks[1].ID), Node: string(tasks[1].Node), Host: "replica-1"},
+		{Index: 2, Task: string(tasks[2].ID), Node: string(tasks[2].Node), Host: "replica-2"}}, l.Replicas)
 }
 
 // C04 (requirement): a worker that never becomes ready fails the launcher

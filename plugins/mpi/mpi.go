@@ -6,8 +6,8 @@
 // other replicas only serve those launches (atom does that) and end when
 // what was launched on them ends.
 //
-// Host names in the hostfile are the workers' task IDs; the launcher's own
-// slots are "localhost", where mpirun starts ranks itself.
+// Host names in the hostfile are the workers' replicas (HostName); the
+// launcher's own slots are "localhost", where mpirun starts ranks itself.
 package mpi
 
 import (
@@ -204,14 +204,20 @@ func readyWorkers(peers []wire.Peer, n int) ([]wire.Peer, string) {
 	return out, ""
 }
 
+// HostName is a worker replica's name in the hostfile, where atom rsh
+// finds its launch endpoint: short, whatever the job's name (Open MPI
+// 4.1 aborts, "stack smashing detected", on host names of 58 characters
+// or more, and task IDs reach 70).
+func HostName(replica int) string { return "replica-" + strconv.Itoa(replica) }
+
 // writeHosts writes the hostfile and the host -> endpoint map in dir.
 func writeHosts(dir string, workers []wire.Peer, slots int) (hostfile, hosts string, err error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "localhost slots=%d\n", slots)
 	m := map[string]string{}
 	for _, w := range workers {
-		fmt.Fprintf(&b, "%s slots=%d\n", w.Task, slots)
-		m[string(w.Task)] = w.Endpoint
+		fmt.Fprintf(&b, "%s slots=%d\n", HostName(w.Index), slots)
+		m[HostName(w.Index)] = w.Endpoint
 	}
 	hostfile, hosts = filepath.Join(dir, HostfileName), filepath.Join(dir, HostsName)
 	js, _ := json.MarshalIndent(m, "", "  ")

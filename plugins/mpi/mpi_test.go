@@ -42,10 +42,10 @@ func TestHostsAndArgv(t *testing.T) {
 	require.NoError(t, err)
 	b, err := os.ReadFile(hostfile)
 	require.NoError(t, err)
-	assert.Equal(t, "localhost slots=2\nj-1-bb slots=2\nj-2-cc slots=2\n", string(b))
+	assert.Equal(t, "localhost slots=2\nreplica-1 slots=2\nreplica-2 slots=2\n", string(b))
 	b, err = os.ReadFile(hosts)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"j-1-bb":"127.0.0.1:4001","j-2-cc":"127.0.0.1:4002"}`, string(b))
+	assert.JSONEq(t, `{"replica-1":"127.0.0.1:4001","replica-2":"127.0.0.1:4002"}`, string(b))
 
 	task := plugin.Task{Replicas: 3, Command: []string{"./allreduce", "x"}, Env: map[string]string{"ATOM_BIN": "/app/atom"}}
 	o := Options{Slots: 2, MpirunArgs: []string{"-x", "NCCL_DEBUG"}}
@@ -80,8 +80,8 @@ func TestLayoutFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Layout{Mapped: true, Slots: 2, Replicas: []Replica{
 		{Index: 0, Task: "j-0-aa", Node: "cpu-1", Host: "localhost"},
-		{Index: 1, Task: "j-1-bb", Node: "cpu-2", Host: "j-1-bb"},
-		{Index: 2, Task: "j-2-cc", Node: "cpu-1", Host: "j-2-cc"},
+		{Index: 1, Task: "j-1-bb", Node: "cpu-2", Host: "replica-1"},
+		{Index: 2, Task: "j-2-cc", Node: "cpu-1", Host: "replica-2"},
 	}}, l)
 	path, err = writeLayout(dir, task, workers, Options{Slots: 2, MpirunArgs: []string{"-npernode", "1"}})
 	require.NoError(t, err)

@@ -34,7 +34,7 @@ type Replica struct {
 	Index int    `json:"replica"`
 	Task  string `json:"task"`
 	Node  string `json:"node,omitempty"`
-	Host  string `json:"host"` // its name in the hostfile (a worker's task ID, "localhost")
+	Host  string `json:"host"` // its name in the hostfile (HostName, "localhost")
 }
 
 // mappingArgs are mpirun options (either dash form) that choose where
@@ -70,7 +70,7 @@ func writeLayout(dir string, t plugin.Task, workers []wire.Peer, o Options) (str
 	l := Layout{Mapped: !UserMaps(o.MpirunArgs), Slots: o.Slots,
 		Replicas: []Replica{{Index: 0, Task: t.ID, Node: t.Env["ATOM_NODE"], Host: "localhost"}}}
 	for _, w := range workers {
-		l.Replicas = append(l.Replicas, Replica{Index: w.Index, Task: string(w.Task), Node: string(w.Node), Host: string(w.Task)})
+		l.Replicas = append(l.Replicas, Replica{Index: w.Index, Task: string(w.Task), Node: string(w.Node), Host: HostName(w.Index)})
 	}
 	js, _ := json.MarshalIndent(l, "", "  ")
 	path := filepath.Join(dir, RanksName)

@@ -68,7 +68,13 @@ func startCluster(t *testing.T) []*srv { return startClusterWith(t, oneNode, 1) 
 // declares nodes nodes.
 func startClusterWith(t *testing.T, cluster string, nodes int) []*srv {
 	t.Helper()
-	dir := t.TempDir()
+	return startClusterIn(t, t.TempDir(), cluster, nodes)
+}
+
+// startClusterIn is startClusterWith with the servers' files (data
+// directories, logs) in dir.
+func startClusterIn(t *testing.T, dir, cluster string, nodes int) []*srv {
+	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte("users:\n  - {name: dev, token: "+token+", admin: true}\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(cluster), 0o600))
 	var servers []*srv

@@ -17,8 +17,7 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// TestMPIRankFails (a short name: the plugin socket path under t.TempDir
-// must fit a unix socket address) runs real MPI jobs of 3 replicas × 2
+// TestMPIRankFails runs real MPI jobs of 3 replicas × 2
 // ranks on the local backend whose one chosen rank fails: the job's
 // reason, the launcher's message and job why name the rank, how it
 // ended, and the replica, task and node it ran on, while the launcher's

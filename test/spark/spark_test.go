@@ -84,7 +84,8 @@ const token = "spark-test-token-0123456789"
 
 // startDev runs `coordinator dev` on cluster (a cluster config) with the
 // virtualenv's bin first on its PATH, which its tasks inherit, and
-// returns its client once its nodes are there.
+// returns its client once its nodes are there. Its data directory is over
+// 200 characters long: a job runs wherever an operator keeps its data.
 func startDev(t *testing.T, cluster string, nodes int) *client.Client {
 	t.Helper()
 	dir := t.TempDir()
@@ -95,7 +96,7 @@ func startDev(t *testing.T, cluster string, nodes int) *client.Client {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	cmd := exec.Command(filepath.Join(binDir, "coordinator"), "dev", "--http-addr", addr, "--data-dir", filepath.Join(dir, "data"),
+	cmd := exec.Command(filepath.Join(binDir, "coordinator"), "dev", "--http-addr", addr, "--data-dir", filepath.Join(dir, strings.Repeat("a-long-data-directory/", 10)),
 		"--tokens", tokens, "--cluster-config", config, "--cycle", "100ms", "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(venv, "bin")+":"+os.Getenv("PATH"))
 	log, err := os.Create(filepath.Join(dir, "coordinator.log"))
@@ -202,6 +203,7 @@ func ended(t *testing.T, c *client.Client, j *job) (*structs.Job, string) {
 
 // TestSparkOnLocalBackend runs the seed's Spark and Redis examples, a GPU
 // driver and failing drivers on coordinator dev at once, then checks each.
+// The LiDAR and GPU jobs have names of the most characters allowed (63).
 func TestSparkOnLocalBackend(t *testing.T) {
 	r := cachetest.StartRedis(t)
 	c := startDev(t, fmt.Sprintf(`clusters:
@@ -222,13 +224,13 @@ quotas:
 	loadKeys(t, r)
 
 	lidar := submitJob(t, c, "lidar-clean", fmt.Sprintf(`kind: spark
-name: lidar-clean
+name: %s
 spark:
   mainApplicationFile: %s
   arguments: [%s, %s]
   driver: {cores: 2, memory: 1Gi}
   sparkConf: {spark.ui.enabled: "false", spark.sql.shuffle.partitions: "4"}
-`, filepath.Join(here, "lidar_clean.py"), in, out))
+`, longestName("lidar-clean-"), filepath.Join(here, "lidar_clean.py"), in, out))
 	missing := filepath.Join(data, "no-such-points")
 	fails := submitJob(t, c, "lidar-missing", fmt.Sprintf(`kind: spark
 name: lidar-missing
@@ -239,12 +241,12 @@ spark:
   sparkConf: {spark.ui.enabled: "false"}
 `, filepath.Join(here, "lidar_clean.py"), missing, filepath.Join(data, "never")))
 	gpus := submitJob(t, c, "gpus", fmt.Sprintf(`kind: spark
-name: gpus
+name: %s
 resources: {cpu: 1, memory: 1Gi, accelerators: {type: A100, count: 2}}
 spark:
   mainApplicationFile: %s
   sparkConf: {spark.ui.enabled: "false"}
-`, filepath.Join(here, "gpus.py")))
+`, longestName("gpus-"), filepath.Join(here, "gpus.py")))
 	noSpark := submitJob(t, c, "no-spark", `kind: spark
 name: no-spark
 env: {PATH: /usr/bin:/bin}
@@ -304,6 +306,11 @@ resources: {cpu: 1, memory: 512Mi}
 			"[PATH_NOT_FOUND] Path does not exist: file:%s. SQLSTATE: 42K03", missing), j.Reason)
 		assert.Contains(t, log, "Traceback (most recent call last):", "the whole story stays in the log")
 	})
+}
+
+// longestName is a job name of the most characters allowed (63).
+func longestName(prefix string) string {
+	return prefix + strings.Repeat("x", 63-len(prefix))
 }
 
 // loadKeys puts the keys the inference job reads into r, one of each
