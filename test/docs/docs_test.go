@@ -199,3 +199,44 @@ func parseJob(text string) error {
 	_, err = s.ToJob("doc")
 	return err
 }
+
+// sectionRef is how the programs' messages and help name a document's
+// section: README.md, "Jobs" (the path from the repository's root).
+var sectionRef = regexp.MustCompile(`([\w./-]*README\.md), \\?"([^"\\]+)\\?"`)
+
+// Every section the programs name (help texts, error messages) is a
+// heading of the document they name.
+func TestSectionsNamedInCodeExist(t *testing.T) {
+	checked := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "vendor", "node_modules", "bin", "test":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range sectionRef.FindAllStringSubmatch(string(src), -1) {
+			checked++
+			where := fmt.Sprintf("%s: %s, %q", p, m[1], m[2])
+			if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
+				t.Errorf("%s: %s does not exist", where, m[1])
+				continue
+			}
+			assert.True(t, read(t, m[1]).anchors[slug(m[2])], "%s: %s has no heading %q", where, m[1], m[2])
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, checked, 3, "job submit --help's, the API's and the cache mount's")
+}

@@ -55,7 +55,7 @@ func Mount(c *cache.Client, dir string, o Options) (*Mounted, error) {
 	// hostPath /dev/fuse in a Pod), which libfuse reports only as EPERM.
 	if f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0); err != nil {
 		return nil, fmt.Errorf("mount the cache: cannot open /dev/fuse (%v): the container has the device file but may not use it: "+
-			"on Kubernetes, run a FUSE device plugin that advertises atom.io/fuse on the node (coordinator/README.md, the dataset cache in the Pod); "+
+			"on Kubernetes, run a FUSE device plugin that advertises atom.io/fuse on the node (coordinator/README.md, \"Each task a Pod\"); "+
 			"with Docker, --device /dev/fuse", errors.Unwrap(err))
 	} else {
 		f.Close()
