@@ -36,6 +36,8 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "heartbeat", Value: 5 * time.Second, EnvVars: []string{"ATOM_HEARTBEAT"}, Usage: "heartbeat period (the coordinator sets it to a third of its heartbeat TTL)"},
 			&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "SIGTERM to SIGKILL when the coordinator stops the task"},
 			&cli.DurationFlag{Name: "report-timeout", Value: time.Minute, Usage: "how long to retry the final report"},
+			&cli.DurationFlag{Name: "stop-after-disconnect", EnvVars: []string{"ATOM_STOP_AFTER_DISCONNECT"},
+				Usage: "stop the job when no coordinator server has answered a heartbeat for this long (the local backend sets its heartbeat TTL); 0: never, ride out any outage"},
 			pluginDirFlag(), pluginSumsFlag(), launchFlags()[0], launchFlags()[1],
 			&cli.BoolFlag{Name: "reap", Value: true, Usage: "reap orphaned descendants (as PID 1, or as a child subreaper) and kill those left when the job ends, as a container's end does"},
 		),
@@ -48,6 +50,9 @@ func runCommand() *cli.Command {
 func checkDurations(c *cli.Context) error {
 	if g := c.Duration("grace"); g < 0 {
 		return fmt.Errorf("--grace %s: use 0 or more (0 kills at once; the default is 10s)", g)
+	}
+	if d := c.Duration("stop-after-disconnect"); d < 0 {
+		return fmt.Errorf("--stop-after-disconnect %s: use 0 (never) or more", d)
 	}
 	for _, name := range []string{"heartbeat", "report-timeout"} {
 		if d := c.Duration(name); d <= 0 {
@@ -104,12 +109,16 @@ func run(c *cli.Context) error {
 			log.Warn("cannot hide atom's environment from the job", "err", err)
 		}
 		rep = report.New(a.Coordinator, structs.TaskID(a.Task), a.Token, c.Duration("heartbeat"), log)
+		rep.StopAfterDisconnect = c.Duration("stop-after-disconnect")
 	}
+	// reportTimeout bounds the final report: one heartbeat period once
+	// no server is left to take it.
+	reportTimeout := c.Duration("report-timeout")
 	final := func(state structs.TaskState, code int, msg string) {
 		if rep == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.Duration("report-timeout"))
+		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 		defer cancel()
 		if err := rep.Final(ctx, state, code, msg); err != nil {
 			log.Warn("final report failed", "err", err)
@@ -122,7 +131,7 @@ func run(c *cli.Context) error {
 		if rep == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.Duration("report-timeout"))
+		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 		defer cancel()
 		if err := rep.FinalOutside(ctx, state, code, msg); err != nil {
 			log.Warn("final report failed", "err", err)
@@ -186,6 +195,9 @@ func run(c *cli.Context) error {
 	case err := <-hb:
 		cancelPrep()
 		<-prepared
+		if se := (*report.StopError)(nil); errors.As(err, &se) && se.Disconnected {
+			reportTimeout = min(reportTimeout, c.Duration("heartbeat"))
+		}
 		return fail(exitStopped, fmt.Sprintf("stopped before the job started: %v", err))
 	}
 	for k, v := range ex.Env {
@@ -269,6 +281,9 @@ func run(c *cli.Context) error {
 			var se *report.StopError
 			if errors.As(err, &se) {
 				stopped = se.Error()
+				if se.Disconnected {
+					reportTimeout = min(reportTimeout, c.Duration("heartbeat"))
+				}
 				if termSent { // the backend's SIGTERM got there first: only the grace is left
 					go killAfter(child, c.Duration("grace"))
 				} else {

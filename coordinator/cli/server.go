@@ -190,8 +190,8 @@ func devCommand() *cli.Command {
 				}
 				cfg.Server.DataDir, temp = dir, dir
 			}
-			// A dev server that does not start (its port taken) leaves no
-			// data dir of its own making behind.
+			// The data dir dev makes itself goes when it exits, whether it
+			// started or not (its port taken): its tasks have stopped.
 			defer func() {
 				if temp != "" {
 					_ = os.RemoveAll(temp)
@@ -222,10 +222,17 @@ func devCommand() *cli.Command {
 			} else if cfg.Tokens, hello, err = devTokens(c, cfg.Server.DataDir); err != nil {
 				return err
 			}
-			return runDaemon(c, cfg, func() {
-				temp = "" // started: the data dir is the user's to look at
-				fmt.Fprint(c.App.Writer, hello)
-			})
+			started := false
+			err = runDaemon(c, cfg, func() { started = true; fmt.Fprint(c.App.Writer, hello) })
+			if temp != "" && started {
+				if rmErr := os.RemoveAll(temp); rmErr != nil {
+					fmt.Fprintf(c.App.ErrWriter, "coordinator dev: could not remove its data in %s: %v\n", temp, rmErr)
+				} else {
+					fmt.Fprintf(c.App.Writer, "coordinator dev: removed its data in %s (give --data-dir to keep it)\n", temp)
+				}
+				temp = ""
+			}
+			return err
 		},
 	}
 }
@@ -322,17 +329,26 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 	return cfg, nil
 }
 
-// runDaemon serves until SIGINT or SIGTERM.
+// runDaemon serves until SIGINT or SIGTERM; started runs once the
+// server's cluster config is in (what it says works at once).
 func runDaemon(c *cli.Context, cfg daemon.Config, started func()) error {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	d, err := daemon.Start(cfg)
 	if err != nil {
 		return err
 	}
 	if started != nil {
-		started()
+		select {
+		case <-d.Seeded():
+			started()
+		case <-sig:
+			return d.Close()
+		case <-c.Context.Done():
+			return d.Close()
+		}
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
 	case <-sig:
 	case <-c.Context.Done():

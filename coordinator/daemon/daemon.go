@@ -105,6 +105,7 @@ type Daemon struct {
 	kube    func() // closes the kubernetes backends
 	cancel  context.CancelFunc
 	done    chan struct{}
+	seeded  chan struct{} // closed once the cluster config this server seeds is in
 }
 
 // Start brings a coordinator up and returns once it serves HTTP.
@@ -192,6 +193,7 @@ func Start(cfg Config) (*Daemon, error) {
 		srv.Read(func(st *state.State) { out, err = taskenv.Configs(st, cfg.Keyring, t, j) })
 		return out, err
 	}
+	lb.StopAfterDisconnect = ttl // by then no server would count the task alive either
 	lb.Grace = cfg.Server.StopGrace
 	if lb.Grace <= 0 {
 		lb.Grace = server.DefaultStopGrace
@@ -208,19 +210,24 @@ func Start(cfg Config) (*Daemon, error) {
 	srv.SetBackend(be)
 	go sweepTaskDirs(ctx, run, fw, cmp.Or(cfg.TaskDirSweep, time.Minute), log)
 
+	// A server that seeds a new cluster is not ready, and does not tell
+	// followers its index, until the config is in: a job submitted right
+	// after /readyz says 200 must find the config's nodes and quotas.
+	seeding := cfg.Cluster != nil && srv.Bootstrapped()
+	fw.seeding.Store(seeding)
 	mux := http.NewServeMux()
 	fw.internal(mux)
-	probes(mux, srv)
-	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
-	apiHandler := &freshReads{f: fw, next: api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, be, cfg.Server.ID), Volumes: volumesOf(be),
+	fresh := &freshReads{f: fw, next: api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, be, cfg.Server.ID), Volumes: volumesOf(be),
 		PodTokens: podTokensOf(be), Keyring: cfg.Keyring})}
-	mux.Handle("/", apiHandler)
+	probes(mux, fw, fresh)
+	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
+	mux.Handle("/", fresh)
 	// The web dashboard, over the same API and tokens (coordinator/ui).
-	mux.Handle(ui.Prefix, ui.New(ui.Config{Store: fw, API: apiHandler, Tokens: cfg.Tokens}))
+	mux.Handle(ui.Prefix, ui.New(ui.Config{Store: fw, API: fresh, Tokens: cfg.Tokens}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cmp.Or(cfg.HTTPReadTimeout, time.Minute), IdleTimeout: cmp.Or(cfg.HTTPIdleTimeout, 2*time.Minute),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)} // TLS handshake failures, among others
-	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, kube: closeKube, cancel: cancel, done: make(chan struct{})}
+	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, kube: closeKube, cancel: cancel, done: make(chan struct{}), seeded: make(chan struct{})}
 	go func() {
 		defer close(d.done)
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -232,31 +239,43 @@ func Start(cfg Config) (*Daemon, error) {
 	// must not undo what an admin changed since.
 	switch {
 	// Kubernetes clusters' nodes are followed once the clusters exist.
-	case cfg.Cluster != nil && srv.Bootstrapped():
+	case seeding:
 		go func() {
 			applyCluster(ctx, fw, cfg.Cluster, log)
+			fw.seeding.Store(false)
+			close(d.seeded)
 			followNodes()
 		}()
 	case cfg.Cluster != nil:
 		log.Info("cluster config not applied: this server did not start a new cluster (change nodes, pools and quotas with the CLI or API)")
+		close(d.seeded)
 		go followNodes()
+	default:
+		close(d.seeded)
 	}
 	log.Info("coordinator serving", "id", cfg.Server.ID, "api", url, "raft", srv.RaftAddr())
 	return d, nil
 }
 
-// Close stops serving, stops the tasks this process runs and shuts Raft
-// down.
+// Seeded is closed once the cluster config this server seeds a new
+// cluster with is in (at once when it seeds none): `coordinator dev`
+// prints how to use it then, not before.
+func (d *Daemon) Seeded() <-chan struct{} { return d.seeded }
+
+// Close stops the tasks this process runs, then serving, and shuts Raft
+// down. The tasks stop first, while the server still takes their
+// reports: a task that ends on SIGTERM has its end recorded and exits at
+// once, instead of retrying its report to a server that is gone until
+// the stop's SIGKILL.
 func (d *Daemon) Close() error {
 	d.cancel()
+	d.backend.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = d.httpSrv.Shutdown(ctx)
 	<-d.done
 	d.kube()
-	err := d.Server.Shutdown()
-	d.backend.Close()
-	return err
+	return d.Server.Shutdown()
 }
 
 // applyCluster upserts the cluster config through whoever leads, retrying

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/api"
@@ -42,6 +43,10 @@ type forwarder struct {
 	// mtls: servers talk over mutual TLS, and the /internal/ endpoints
 	// also want a client certificate the cluster's CA signed.
 	mtls bool
+	// seeding: this server is applying the cluster config it started a
+	// new cluster with; it tells no follower its index until that is in
+	// (so none is ready, or answers reads, before the config is there).
+	seeding atomic.Bool
 }
 
 func (f *forwarder) Read(fn func(*state.State)) { f.srv.Read(fn) }
@@ -375,6 +380,10 @@ func (f *forwarder) internal(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+pathIndex, auth(func(w http.ResponseWriter, r *http.Request) {
 		if !f.srv.Authoritative() {
 			http.Error(w, `{"error":"not the leader, or not caught up yet"}`, http.StatusServiceUnavailable)
+			return
+		}
+		if f.seeding.Load() {
+			http.Error(w, `{"error":"the leader is applying the cluster config"}`, http.StatusServiceUnavailable)
 			return
 		}
 		var out struct{ Index uint64 }

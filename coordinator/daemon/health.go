@@ -1,9 +1,9 @@
 package daemon
 
 import (
+	"context"
 	"net/http"
-
-	"github.com/atom-sched/atom/coordinator/server"
+	"time"
 )
 
 // Probe paths, open without a token (Kubernetes' probes carry none).
@@ -11,21 +11,42 @@ const (
 	// PathHealthz answers 200 while the process serves HTTP: the
 	// liveness probe.
 	PathHealthz = "/healthz"
-	// PathReadyz answers 200 once this server knows a Raft leader (it can
-	// take writes, forwarding them), 503 before: the readiness probe.
+	// PathReadyz answers 200 once this server takes requests as it will
+	// for good: a Raft leader is known, the cluster config this server
+	// seeds a new cluster with is in, and the server has caught up with
+	// the leader since it started (a follower has what the leader had
+	// applied, the config included); 503 before, saying which. The
+	// readiness probe, and what scripts wait for before they submit.
 	PathReadyz = "/readyz"
 )
 
-func probes(mux *http.ServeMux, srv *server.Server) {
+// readyWait bounds how long one /readyz waits for this server to catch
+// up (a probe's default timeout is a second).
+const readyWait = 900 * time.Millisecond
+
+func probes(mux *http.ServeMux, fw *forwarder, fresh *freshReads) {
 	mux.HandleFunc("GET "+PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET "+PathReadyz, func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET "+PathReadyz, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if id, _ := srv.Leader(); id == "" {
+		notReady := func(why string) {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("no raft leader known\n"))
+			_, _ = w.Write([]byte(why + "\n"))
+		}
+		if id, _ := fw.srv.Leader(); id == "" {
+			notReady("no raft leader known")
+			return
+		}
+		if fw.seeding.Load() {
+			notReady("applying the cluster config")
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), readyWait)
+		defer cancel()
+		if err := fresh.catchUp(r.WithContext(ctx)); err != nil {
+			notReady("not caught up with the leader: " + err.Error())
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

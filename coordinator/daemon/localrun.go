@@ -58,6 +58,11 @@ type LocalBackend struct {
 	// their data (taskenv.Configs over the server's state and keyring).
 	// Set before the first Start.
 	Configs func(t *structs.Task, j *structs.Job) ([]taskenv.Config, error)
+	// StopAfterDisconnect, if set, is how long atom runs a task on when
+	// no server answers its heartbeats (ATOM_STOP_AFTER_DISCONNECT): a
+	// task outlives the server that started it while another server
+	// answers, not the last one. Set before the first Start.
+	StopAfterDisconnect time.Duration
 
 	mu     sync.Mutex
 	tokens map[structs.TaskID]string
@@ -143,6 +148,9 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 		}
 	}
 	env["ATOM_HEARTBEAT"] = b.every.String()
+	if b.StopAfterDisconnect > 0 {
+		env["ATOM_STOP_AFTER_DISCONNECT"] = b.StopAfterDisconnect.String()
+	}
 	if b.PluginDir != "" {
 		env["ATOM_PLUGIN_DIR"] = b.PluginDir
 	}
@@ -159,7 +167,11 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 	if spec, err := json.Marshal(taskenv.JobSpec(j)); err == nil {
 		env["ATOM_JOB_SPEC"] = string(spec)
 	}
-	return b.run.Start(context.Background(), local.Launch{TaskID: string(t.ID), JobID: string(j.ID), Attempt: t.Attempt, Command: cmd, Env: env})
+	err := b.run.Start(context.Background(), local.Launch{TaskID: string(t.ID), JobID: string(j.ID), Attempt: t.Attempt, Command: cmd, Env: env})
+	if errors.Is(err, local.ErrClosed) {
+		return fmt.Errorf("%w: %w", server.ErrBackendClosed, err)
+	}
+	return err
 }
 
 // Stop stops task id's process: SIGTERM to its first process (atom, or

@@ -440,7 +440,10 @@ func (s *Server) driveBackend(ls *leaderState) {
 		if st.j == nil {
 			return false
 		}
-		if err := b.Start(st.t, st.j, st.k.token); err != nil {
+		if err := b.Start(st.t, st.j, st.k.token); errors.Is(err, ErrBackendClosed) {
+			s.log.Debug("backend start refused", "task", st.k.id, "err", err)
+			return false
+		} else if err != nil {
 			s.log.Warn("backend start failed", "task", st.k.id, "err", err)
 			return false
 		}

@@ -144,6 +144,10 @@ type Backend interface {
 	Stop(taskID structs.TaskID, grace time.Duration) error
 }
 
+// ErrBackendClosed is a Start refused because the backend has stopped its
+// tasks: this server is shutting down (not worth a warning).
+var ErrBackendClosed = errors.New("backend closed: the server is shutting down")
+
 // Adopter is a Backend whose Start any server may call for a task another
 // server placed: what the placing server did is in a place every server
 // sees (a Kubernetes Pod, named from the task), so Start finds it and

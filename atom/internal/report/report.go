@@ -2,8 +2,10 @@
 // coordinator (POST /v1/tasks/{id}/heartbeat with the allocation token).
 //
 // A coordinator that is away (no answer, 503, a leader election) is
-// retried with backoff and never stops the job; only the coordinator
-// saying the task has ended (409) or must stop (state Stopping) does.
+// retried with backoff and does not stop the job; the coordinator saying
+// the task has ended (409) or must stop (state Stopping) does, and so,
+// when Reporter.StopAfterDisconnect is set, does no server answering at
+// all for that long.
 package report
 
 import (
@@ -20,12 +22,21 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// StopError is the coordinator asking atom to stop its job.
+// StopError is the coordinator asking atom to stop its job, or
+// (Disconnected) no coordinator server left to ask.
 type StopError struct {
 	Reason string
+	// Disconnected: no server answered for StopAfterDisconnect; a final
+	// report is not worth a long wait.
+	Disconnected bool
 }
 
-func (e *StopError) Error() string { return "the coordinator stopped the task: " + e.Reason }
+func (e *StopError) Error() string {
+	if e.Disconnected {
+		return e.Reason
+	}
+	return "the coordinator stopped the task: " + e.Reason
+}
 
 // Reporter reports on one task. It knows every coordinator server it was
 // given and moves to the next one when a report fails, so a task outlives
@@ -39,6 +50,14 @@ type Reporter struct {
 	every   time.Duration
 	log     *slog.Logger
 	kick    chan struct{} // capacity 1: beat now (a new endpoint)
+
+	// StopAfterDisconnect, when above 0, stops the job once no server has
+	// answered a heartbeat (any HTTP answer counts, a 503 included) for
+	// this long: every server refuses connections or none is reachable,
+	// so no coordinator is left to stop it. Set before Run. The local
+	// backend sets it (its tasks do not outlive every server); 0 rides
+	// out any outage (a Kubernetes Pod waits for its coordinator).
+	StopAfterDisconnect time.Duration
 
 	mu       sync.Mutex // guards endpoint
 	endpoint string
@@ -96,9 +115,14 @@ func (r *Reporter) Endpoint() string {
 // a *StopError). Failed beats are retried with backoff up to the period.
 func (r *Reporter) Run(ctx context.Context) error {
 	fails, refused := 0, 0
+	answered := time.Now() // the last time a server answered
 	for {
 		ev := wire.Heartbeat{State: structs.TaskRunning, Time: time.Now(), Endpoint: r.Endpoint()}
 		resp, err := r.client.Heartbeat(ctx, r.task, r.token, ev)
+		var ce *client.Error
+		if err == nil || errors.As(err, &ce) {
+			answered = time.Now()
+		}
 		wait := r.every
 		switch {
 		case ctx.Err() != nil:
@@ -117,6 +141,9 @@ func (r *Reporter) Run(ctx context.Context) error {
 			wait = min(client.DefaultBackoff(fails), r.every)
 			r.log.Warn("heartbeat refused; the job carries on for now", "task", r.task, "refusals", refused, "coordinator", r.client.Addr(), "err", err)
 			r.next()
+		case err != nil && r.StopAfterDisconnect > 0 && time.Since(answered) >= r.StopAfterDisconnect:
+			return &StopError{Disconnected: true, Reason: fmt.Sprintf("no coordinator server answered a heartbeat for %s (the servers are gone): %v",
+				r.StopAfterDisconnect, err)}
 		case err != nil:
 			fails, refused = fails+1, 0
 			wait = min(client.DefaultBackoff(fails), r.every)

@@ -87,3 +87,49 @@ func TestRefusedTokenStopsTheJob(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, 3+report.MaxRefusals, n, "2 refusals, an outage, then 10 refusals")
 }
+
+// With StopAfterDisconnect, atom stops the job once no server has
+// answered for that long: a server that answers 503 (an election) is
+// still there; one that refuses connections is gone.
+func TestStopAfterDisconnect(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	n, last := 0, time.Time{} // answers, and when the last one went
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n, last = n+1, time.Now()
+		mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	hits := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+	const after = 300 * time.Millisecond
+	r := report.New(srv.URL, "t-0-a", "tok", 10*time.Millisecond, slog.New(slog.DiscardHandler))
+	r.StopAfterDisconnect = after
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	start := time.Now()
+	require.Eventually(t, func() bool { return hits() >= 10 && time.Since(start) > 2*after }, 10*time.Second, time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("a server answering 503 stopped the job: %v", err)
+	default:
+	}
+	srv.Close() // connections refused from now on
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job runs on with no server left")
+	}
+	mu.Lock()
+	assert.GreaterOrEqual(t, time.Since(last), after, "not before no server answered for StopAfterDisconnect")
+	mu.Unlock()
+	var se *report.StopError
+	require.ErrorAs(t, err, &se)
+	assert.True(t, se.Disconnected)
+	assert.Regexp(t, `^no coordinator server answered a heartbeat for 300ms \(the servers are gone\): .*connection refused`, se.Error())
+}
