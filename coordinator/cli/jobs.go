@@ -176,6 +176,19 @@ func waitJob(c *cli.Context, cl *client.Client, id structs.JobID, print bool) (*
 	}
 }
 
+// maxCell bounds a table cell that carries a reason: a failed driver's
+// 300-character reason made a column that wide. The whole text is on the
+// State line of job status and in -o json|yaml.
+const maxCell = 60
+
+// cell is s cut to maxCell characters for a table.
+func cell(s string) string {
+	if r := []rune(s); len(r) > maxCell {
+		return string(r[:maxCell-3]) + "..."
+	}
+	return s
+}
+
 func reasonSuffix(r string) string {
 	if r == "" {
 		return ""
@@ -320,7 +333,7 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 		if t.Executor != "" {
 			index = "executor " + t.Executor // a spark job's, by its Pod
 		}
-		cells := []any{t.ID, index, t.Attempt, t.Node, taskState(t), t.Resources, when(t.StartedAt), when(t.EndedAt), span(t.StartedAt, t.EndedAt)}
+		cells := []any{t.ID, index, t.Attempt, t.Node, cell(taskState(t)), t.Resources, when(t.StartedAt), when(t.EndedAt), span(t.StartedAt, t.EndedAt)}
 		if versions {
 			cells = append(cells, taskConfigs(t))
 		}

@@ -245,7 +245,39 @@ func (s *State) admit(j *structs.Job) (sched.Admission, error) {
 	if err := s.executorFits(j); err != nil {
 		return sched.Admission{}, err
 	}
+	if err := s.cacheExists(j); err != nil {
+		return sched.Admission{}, err
+	}
 	return s.admitter.Admit(j, s.Quotas, s.Usage)
+}
+
+// cacheExists refuses a job that mounts the dataset cache (cache:) when
+// no cluster it may use (the one it names, else any) has one: it would
+// wait, holding its quota, until its pending timeout. A cluster it names
+// that does not exist is Admit's to refuse.
+func (s *State) cacheExists(j *structs.Job) error {
+	if j.CacheMountPath == "" || j.Cluster != "" && s.Clusters[j.Cluster] == nil {
+		return nil
+	}
+	var without []string
+	for _, id := range slices.Sorted(maps.Keys(s.Clusters)) {
+		if j.Cluster != "" && id != j.Cluster {
+			continue
+		}
+		if s.Clusters[id].Redis != "" {
+			return nil
+		}
+		without = append(without, string(id))
+	}
+	where := "no cluster is declared"
+	if len(without) > 0 {
+		where = "cluster " + strings.Join(without, ", ") + " has none"
+		if len(without) > 1 {
+			where = "clusters " + strings.Join(without, ", ") + " have none"
+		}
+	}
+	return fmt.Errorf("cache: no cluster this job may use has a dataset cache (%s: no redis in the cluster config), so it %w: "+
+		"an admin gives a cluster its Redis (coordinator cluster set, redis: HOST:PORT), or leave out cache", where, sched.ErrUnsatisfiable)
 }
 
 // executorFits refuses a spark job whose executor no node could ever

@@ -163,3 +163,31 @@ func TestWarmUpService(t *testing.T) {
 	assert.Equal(t, "WarmUpFailed: cache warm-up of cluster b failed: copy d: EOF", s.Reason)
 	assert.Nil(t, s.WarmUps)
 }
+
+// A job that mounts the dataset cache is refused at submit when no
+// cluster it may use has one, instead of waiting, holding its quota, until
+// its pending timeout.
+func TestCacheJobNeedsAClusterWithACache(t *testing.T) {
+	a1, c1 := st.C64("a1"), st.C64("c1")
+	a1.Cluster, c1.Cluster = "a", "c"
+	l := newLogged(t)
+	l.must(&state.ClusterUpsert{Cluster: &structs.Cluster{Name: "a", Backend: "local", Redis: "127.0.0.1:6379"}})
+	l.must(&state.ClusterUpsert{Cluster: &structs.Cluster{Name: "c", Backend: "local"}})
+	l.must(&state.NodeUpsert{Node: a1})
+	l.must(&state.NodeUpsert{Node: c1})
+
+	pinned := dataJob("p-1", st.NewJob("p", "u1").Low().CPU(1, 1))
+	pinned.Cluster = "c"
+	_, err := l.do(&state.JobSubmit{Job: pinned, Now: t0})
+	require.ErrorIs(t, err, sched.ErrUnsatisfiable)
+	assert.EqualError(t, err, "cache: no cluster this job may use has a dataset cache (cluster c has none: no redis in the cluster config), so it can never fit: "+
+		"an admin gives a cluster its Redis (coordinator cluster set, redis: HOST:PORT), or leave out cache")
+	assert.Empty(t, l.s.Jobs, "nothing was made")
+
+	anywhere := dataJob("a-1", st.NewJob("a", "u1").Low().CPU(1, 1))
+	l.must(&state.JobSubmit{Job: anywhere, Now: t0}) // cluster a has one
+
+	l.must(&state.ClusterUpsert{Cluster: &structs.Cluster{Name: "a", Backend: "local"}})
+	_, err = l.do(&state.JobSubmit{Job: dataJob("b-1", st.NewJob("b", "u1").Low().CPU(1, 1)), Now: t0})
+	assert.ErrorContains(t, err, "(clusters a, c have none: no redis in the cluster config)")
+}
