@@ -280,6 +280,7 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 				return tok, live
 			}}
 		executorHooks(srv, &kc)
+		kc.Configs, kc.KeepConfigs = lb.Configs, func() map[string]bool { return keepConfigs(srv) }
 		if ks.heartbeatPods {
 			kc.Beat = every
 		}

@@ -52,6 +52,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -165,6 +166,15 @@ type Config struct {
 	// ExecutorPod is executor task id's Pod name ("" when id is no
 	// executor).
 	ExecutorPod func(id structs.TaskID) string
+
+	// Configs returns task t's atom configs and secrets with their data
+	// (taskenv.Configs), which the backend makes ConfigMaps and Secrets
+	// of before t's Pod (configs.go); nil: a task naming one fails to
+	// start. KeepConfigs returns the names (ConfigObjectName) of those
+	// the leader's sweep keeps: the versions tasks holding resources use
+	// and every config's current one; nil: the sweep deletes none.
+	Configs     func(t *structs.Task, j *structs.Job) ([]taskenv.Config, error)
+	KeepConfigs func() map[string]bool
 }
 
 // Defaults of Config.
@@ -206,6 +216,11 @@ type Backend struct {
 	endedSeen    map[types.UID]time.Time // Pods of ended tasks the sweep keeps, first seen when (logs.go; guarded by mu)
 	readmitting  map[types.UID]bool      // Pods refused at admission, being made again (admission.go; guarded by mu)
 	refusedSince map[structs.TaskID]time.Time
+	// madeConfigs are the ConfigMaps and Secrets of atom's configs known
+	// to be there; configsForbidden: the coordinator may not list them
+	// (configs.go; guarded by mu).
+	madeConfigs      map[string]bool
+	configsForbidden bool
 }
 
 // New starts the backend's Pod informer (Pods labelled
@@ -247,7 +262,7 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 		unbound: map[structs.TaskID]structs.NodeID{}, boundIDs: map[structs.TaskID]bool{}, notReady: map[string]time.Time{},
 		execPods: map[structs.TaskID]string{}, execWhy: map[types.UID]string{}, execKick: make(chan struct{}, 1),
 		pullSince: map[types.UID]time.Time{}, endedSeen: map[types.UID]time.Time{},
-		readmitting: map[types.UID]bool{}, refusedSince: map[structs.TaskID]time.Time{}}
+		readmitting: map[types.UID]bool{}, refusedSince: map[structs.TaskID]time.Time{}, madeConfigs: map[string]bool{}}
 	sel := LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(cfg.Cluster))
 	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithNamespace(cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
@@ -335,6 +350,9 @@ func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
 		return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127, Message: err.Error()})
 	}
 	pod.Annotations[AnnotationAlloc] = allocHash(token)
+	if err := b.ensureConfigs(ctx, t, j); err != nil {
+		return b.failStart(ctx, t, j, err)
+	}
 	pods := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace)
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

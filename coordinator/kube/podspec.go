@@ -105,7 +105,7 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 		g := int64(math.Ceil(b.cfg.Grace.Seconds()))
 		p.Spec.TerminationGracePeriodSeconds = &g
 	}
-	p.Spec.Volumes, p.Spec.Containers[0].VolumeMounts, p.Spec.Containers[0].EnvFrom = storage(j, t.Node)
+	p.Spec.Volumes, p.Spec.Containers[0].VolumeMounts, p.Spec.Containers[0].EnvFrom = storage(t, j)
 	vol, mount := tokenVolume()
 	p.Spec.Volumes = append(p.Spec.Volumes, vol)
 	p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, mount)

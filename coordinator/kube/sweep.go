@@ -104,6 +104,7 @@ func (b *Backend) Sweep() {
 		}
 	}
 	b.mu.Unlock()
+	b.sweepConfigs(ctx)
 }
 
 // nodeLost reports task id Lost, its Pod p being on a node not Ready for

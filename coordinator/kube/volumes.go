@@ -33,11 +33,14 @@ const AnnotationSelectedNode = "volume.kubernetes.io/selected-node"
 //     kube-scheduler would: local-path binds WaitForFirstConsumer, and a
 //     Pod atom binds itself never passes kube-scheduler, so without it
 //     the claim would wait for ever and the Pod with it;
-//   - each of j.Configs, a ConfigMap or Secret by name, as files
-//     (config-N, read-only) or as environment variables (envFrom).
+//   - each of j.Configs, a ConfigMap or Secret, as files (config-N,
+//     read-only) or as environment variables (envFrom): for an atom
+//     config or secret the one of the version t was placed with
+//     (configs.go), else the one the job names.
 //
-// Only names are in the Pod: atom never reads a ConfigMap or Secret.
-func storage(j *structs.Job, node structs.NodeID) ([]corev1.Volume, []corev1.VolumeMount, []corev1.EnvFromSource) {
+// Only names are in the Pod, never values.
+func storage(t *structs.Task, j *structs.Job) ([]corev1.Volume, []corev1.VolumeMount, []corev1.EnvFromSource) {
+	node := t.Node
 	var vols []corev1.Volume
 	var mounts []corev1.VolumeMount
 	var envFrom []corev1.EnvFromSource
@@ -63,20 +66,21 @@ func storage(j *structs.Job, node structs.NodeID) ([]corev1.Volume, []corev1.Vol
 		mounts = append(mounts, corev1.VolumeMount{Name: "scratch", MountPath: sc.MountPath})
 	}
 	for i, c := range j.Configs {
+		obj, secret := configSource(t, c)
 		if c.Env {
-			if c.Secret != "" {
+			if secret {
 				envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: c.Secret}}})
+					LocalObjectReference: corev1.LocalObjectReference{Name: obj}}})
 			} else {
 				envFrom = append(envFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: c.ConfigMap}}})
+					LocalObjectReference: corev1.LocalObjectReference{Name: obj}}})
 			}
 			continue
 		}
 		name := "config-" + strconv.Itoa(i)
-		src := corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c.ConfigMap}}}
-		if c.Secret != "" {
-			src = corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.Secret}}
+		src := corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: obj}}}
+		if secret {
+			src = corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: obj}}
 		}
 		vols = append(vols, corev1.Volume{Name: name, VolumeSource: src})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: c.MountPath, ReadOnly: true})

@@ -98,6 +98,7 @@ func TestManifestsApply(t *testing.T) {
 		"StorageClass /ceph-rbd", "StorageClass /local-path",
 		"Namespace /atom-jobs", "ResourceQuota atom-jobs/atom-jobs",
 		"ServiceAccount atom-jobs/spark", "Role atom-jobs/spark-driver", "RoleBinding atom-jobs/spark-driver",
+		"Role atom-jobs/atom-coordinator-configs", "RoleBinding atom-jobs/atom-coordinator-configs",
 		"ConfigMap atom/atom-cluster-config",
 		"Service atom/atom-coordinator-peers", "Service atom/atom-coordinator", "StatefulSet atom/atom-coordinator",
 		"PodDisruptionBudget atom/atom-coordinator",
@@ -248,11 +249,16 @@ func checkRBAC(ctx context.Context, t *testing.T, c *k8stest.Cluster) {
 	}
 	assert.True(t, may("create", pods, "binding"), "pods/binding create")
 	assert.True(t, may("get", pods, "log"), "pods/log get (job logs)")
-	// No Secret at all: task Pods exchange their bound service-account
-	// token, which the coordinator reviews (TokenReview), cluster-wide.
-	for _, v := range []string{"create", "delete", "get", "list", "watch"} {
-		assert.False(t, may(v, secrets, ""), "secrets %s", v)
+	// Secrets in the jobs' namespace only, for users' configs and
+	// secrets; task Pods exchange their bound service-account token,
+	// which the coordinator reviews (TokenReview), cluster-wide.
+	for _, v := range []string{"create", "delete", "get", "list"} {
+		assert.True(t, may(v, secrets, ""), "secrets %s", v)
+		assert.True(t, may(v, schema.GroupResource{Resource: "configmaps"}, ""), "configmaps %s", v)
+		assert.False(t, mayIn("atom", v, secrets, ""), "secrets %s in atom", v)
+		assert.False(t, mayIn("default", v, secrets, ""), "secrets %s in default", v)
 	}
+	assert.False(t, may("update", secrets, ""), "secrets update (the objects are immutable)")
 	reviews := schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}
 	assert.True(t, mayIn("", "create", reviews, ""), "tokenreviews create")
 	assert.False(t, may("create", schema.GroupResource{Resource: "serviceaccounts"}, "token"), "serviceaccounts/token create")

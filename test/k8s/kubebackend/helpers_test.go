@@ -16,6 +16,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/cli"
 	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/coordinator/daemon"
+	"github.com/atom-sched/atom/coordinator/keyring"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -73,7 +74,11 @@ func startCoordinator(t *testing.T, ttl, grace time.Duration, clusters map[strin
 		want += len(list.Items)
 	}
 	logs := &testlog.Buffer{}
-	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tf, KubeImage: "atom/cpu:test", KubeHeartbeatPods: true,
+	kf, err := keyring.Generate("k1")
+	require.NoError(t, err)
+	kr, err := keyring.Parse(kf)
+	require.NoError(t, err)
+	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tf, Keyring: kr, KubeImage: "atom/cpu:test", KubeHeartbeatPods: true,
 		KubeNodeGrace: grace, KubeSweep: 200 * time.Millisecond, KubeKeepFinished: keepFinished,
 		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Cluster: cc}

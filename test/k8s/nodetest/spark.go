@@ -38,26 +38,41 @@ func (e *Env) SparkDriverRBAC(t *testing.T) {
 	require.NoError(t, SparkDriverRBAC(context.Background(), e.Cluster))
 }
 
-// SparkDriverRBAC applies the Role and RoleBinding of
+// SparkDriverRBAC applies the Spark drivers' Role and RoleBinding of
+// deploy/namespace-atom-jobs.yaml to c.
+func SparkDriverRBAC(ctx context.Context, c *k8stest.Cluster) error {
+	return JobsNamespaceRBAC(ctx, c, "spark-driver")
+}
+
+// ConfigsRBAC grants the coordinator what deploy/namespace-atom-jobs.yaml
+// grants it: the ConfigMaps and Secrets of atom's configs and secrets.
+func ConfigsRBAC(ctx context.Context, c *k8stest.Cluster) error {
+	return JobsNamespaceRBAC(ctx, c, "atom-coordinator-configs")
+}
+
+// JobsNamespaceRBAC applies the Role and RoleBinding called name of
 // deploy/namespace-atom-jobs.yaml to c; that file's ResourceQuota is left
 // out (no controller computes its status, so Pods would be refused).
-func SparkDriverRBAC(ctx context.Context, c *k8stest.Cluster) error {
+func JobsNamespaceRBAC(ctx context.Context, c *k8stest.Cluster, name string) error {
 	data, err := os.ReadFile(RepoFile("deploy/namespace-atom-jobs.yaml"))
 	if err != nil {
 		return err
 	}
 	var keep [][]byte
 	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-		var head struct{ Kind string }
+		var head struct {
+			Kind     string
+			Metadata struct{ Name string }
+		}
 		if err := yaml.Unmarshal(doc, &head); err != nil {
 			return fmt.Errorf("deploy/namespace-atom-jobs.yaml: %w", err)
 		}
-		if head.Kind == "Role" || head.Kind == "RoleBinding" {
+		if (head.Kind == "Role" || head.Kind == "RoleBinding") && head.Metadata.Name == name {
 			keep = append(keep, doc)
 		}
 	}
 	if len(keep) != 2 {
-		return fmt.Errorf("deploy/namespace-atom-jobs.yaml has %d Roles and RoleBindings, not the Spark drivers' two", len(keep))
+		return fmt.Errorf("deploy/namespace-atom-jobs.yaml has %d Roles and RoleBindings called %s, not two", len(keep), name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -58,4 +60,25 @@ func writeConfigs(root string, cfgs []taskenv.Config, env map[string]string) err
 		env[EnvConfigRoot] = root
 	}
 	return nil
+}
+
+// keepConfigs names the ConfigMaps and Secrets of atom's configs that the
+// kubernetes backends' sweeps keep: the versions tasks holding resources
+// use, and every config's current version.
+func keepConfigs(srv stateReader) map[string]bool {
+	out := map[string]bool{}
+	srv.Read(func(st *state.State) {
+		for _, o := range st.Configs {
+			out[kube.ConfigObjectName(o.ConfigID, o.Current().Version)] = true
+		}
+		for _, t := range st.Tasks {
+			if !t.State.HoldsResources() {
+				continue
+			}
+			for _, tc := range t.Configs {
+				out[kube.ConfigObjectName(tc.ConfigID, tc.Version)] = true
+			}
+		}
+	})
+	return out
 }
