@@ -41,6 +41,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/cli"
 	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/coordinator/daemon"
+	"github.com/atom-sched/atom/coordinator/keyring"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -252,7 +253,15 @@ func (e *Env) startCoordinator(ctx context.Context, o Options) error {
 	}
 	cc := &structs.ClusterConfig{Quotas: []structs.Quota{*quota}, Clusters: []structs.Cluster{{Name: Cluster, Backend: "kubernetes",
 		Kubeconfig: e.Cluster.CoordinatorKubeconfig, Namespace: Namespace, Redis: o.Redis}}}
-	cfg := daemon.Config{HTTPAddr: e.Node.Gateway + ":0", Tokens: tf, KubeImage: e.Images[o.Images[0]],
+	kf, err := keyring.Generate("k1")
+	if err != nil {
+		return err
+	}
+	kr, err := keyring.Parse(kf)
+	if err != nil {
+		return err
+	}
+	cfg := daemon.Config{HTTPAddr: e.Node.Gateway + ":0", Tokens: tf, Keyring: kr, KubeImage: e.Images[o.Images[0]],
 		KubeNodeGrace: o.NodeGrace, KubeSweep: time.Second, KubeKeepFinished: o.KeepFinished,
 		Logger: logger, Cluster: cc}
 	cfg.Server = server.Config{ID: "s1", RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true,
@@ -353,6 +362,9 @@ func prepare(ctx context.Context, c *k8stest.Cluster, namespaces []string) error
 	_, err := c.Admin.CoreV1().ServiceAccounts(Namespace).Create(ctx,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: structs.DefaultSparkServiceAccount, Namespace: Namespace}}, metav1.CreateOptions{})
 	if err != nil {
+		return err
+	}
+	if err := ConfigsRBAC(ctx, c); err != nil {
 		return err
 	}
 	return poll(ctx, 10*time.Second, "the coordinator may not list Pods (deploy/rbac.yaml)", func() error {
