@@ -16,7 +16,7 @@ const MsgExecutorPreempt MsgType = 17
 func init() { register(MsgExecutorPreempt, func() Command { return &ExecutorPreempt{} }) }
 
 // ExecutorPreempt stops low jobs to make room for one executor Pod of a
-// running normal or high spark job that fits nowhere (scenario C25): the
+// running normal or high spark job that fits nowhere: the
 // leader chose the victims and the node on a snapshot
 // (sched.PreemptForExecutor). Apply checks that the job still runs its
 // current attempt with Driver live, below its most executors, that the

@@ -14,7 +14,7 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// sparkJob is C25's S: a 2-CPU 4 GiB driver and 4 executors of 4 cores
+// sparkJob is a spark job S: a 2-CPU 4 GiB driver and 4 executors of 4 cores
 // and 8 GiB plus 1 GiB overhead.
 func sparkJob(id string, b *st.JobBuilder) *structs.Job {
 	j := job(id, b.Kind(structs.KindSpark).CPU(2, 4))
@@ -123,7 +123,7 @@ func TestSparkExecutors(t *testing.T) {
 }
 
 // A restarted job gets fresh executors: it is requeued only once its
-// old executors have stopped, and the old driver gets no more (C25 a, b).
+// old executors have stopped, and the old driver gets no more.
 func TestSparkExecutorsRestart(t *testing.T) {
 	l := newLogged(t, st.C64("c1"))
 	j := sparkJob("s-1", st.NewJob("s", "u1"))

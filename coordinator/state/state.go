@@ -1,6 +1,6 @@
 // Package state is the coordinator's replicated state and the deterministic
 // commands that change it. It performs no I/O and reads no clock: times,
-// IDs and tokens travel inside the commands (DESIGN §5), so every server
+// IDs and tokens travel inside the commands, so every server
 // that applies the same log reaches the same state.
 //
 // Objects are copy-on-write: a command never mutates a Job, Task, Node or

@@ -84,7 +84,7 @@ func TestJobLifecycle(t *testing.T) {
 	l.must(&state.QuotaSet{Quota: &structs.Quota{Scope: "user:u1", Limits: structs.ResourceList{"gpu/A": 16}}})
 	res := l.must(&state.JobSubmit{RequestID: "r1", Job: job("train-1", st.NewJob("train", "u1").MPI(2).GPU("A", 8)), Now: t0})
 	assert.Equal(t, state.SubmitResult{JobID: "train-1"}, res)
-	// A retry with the same request ID returns the same job (C22).
+	// A retry with the same request ID returns the same job.
 	res = l.must(&state.JobSubmit{RequestID: "r1", Job: job("train-2", st.NewJob("train", "u1").MPI(2).GPU("A", 8)), Now: t0})
 	assert.Equal(t, state.SubmitResult{JobID: "train-1", Existing: true}, res)
 	assert.Len(t, l.s.Jobs, 1)
@@ -95,7 +95,7 @@ func TestJobLifecycle(t *testing.T) {
 	require.ErrorIs(t, err, state.ErrExists)
 	assert.EqualError(t, err, `request ID "r1" was used for job train-1 (train): this spec differs in resources: use a new request ID for a new job: already exists`)
 	assert.Len(t, l.s.Jobs, 1)
-	// The same name without the request ID is refused and charges nothing (C07).
+	// The same name without the request ID is refused and charges nothing.
 	_, err = l.do(&state.JobSubmit{Job: job("train-3", st.NewJob("train", "u1").GPU("A", 1)), Now: t0})
 	require.ErrorIs(t, err, state.ErrExists)
 	assert.Equal(t, int64(16), l.s.Usage["user:u1"]["gpu/A"])

@@ -9,9 +9,10 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// Cache warm-up (DESIGN §4): a placement whose cluster's cache lacks some
-// of the job's datasets (sched.Placement.Warm) records a structs.WarmUp on
-// the job. Its tasks on that cluster stay Scheduled and are not started
+// Cache warm-up: a job goes to a cluster whose cache holds all its
+// datasets when one can take it; else the cache where it goes is warmed
+// first. A placement whose cluster's cache lacks some of the job's
+// datasets (sched.Placement.Warm) records a structs.WarmUp on the job. Its tasks on that cluster stay Scheduled and are not started
 // (Warming) until the leader, which copies the datasets, commits WarmUpEnd:
 // done, they start; failed, the job restarts or fails by its policy.
 //

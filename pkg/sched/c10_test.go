@@ -10,7 +10,7 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// C10: negative, non-numeric, overflowing and fractional values are refused
+// Negative, non-numeric, overflowing and fractional values are refused
 // at submit with the field named; no credit is left; a negative quota is
 // refused and the old one kept.
 func TestC10HostileQuantities(t *testing.T) {

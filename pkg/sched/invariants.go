@@ -10,7 +10,7 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// CheckInvariants checks the promises of DESIGN §10 on a state: no node
+// CheckInvariants checks what must hold at every committed index: no node
 // over capacity (counting the room held for spark jobs' minimum
 // executors, which only running spark jobs hold, at most their minimum's
 // worth), no accelerator in two tasks or given to a task after it

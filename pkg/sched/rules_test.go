@@ -210,7 +210,7 @@ func TestServiceMinAvailable(t *testing.T) {
 	assert.Equal(t, int64(4), h.Usage(u1, "gpu/A"))
 }
 
-// C06: scaling down a partly pending service leaves no phantom usage.
+// Scaling down a partly pending service leaves no phantom usage.
 func TestC06ScaleDownPartlyPending(t *testing.T) {
 	h := st.New(t, st.G8("n1", "A"))
 	h.Quota(u1, gpuA(16))
@@ -240,7 +240,7 @@ func TestC06ScaleDownPartlyPending(t *testing.T) {
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5}, idx)
 }
 
-// C24: scale-down removes crash-looping replicas before healthy ones.
+// Scale-down removes crash-looping replicas before healthy ones.
 func TestC24ScaleDownOrder(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	j := st.NewJob("s", "u1").Service(5, 3).CPU(4, 4).Obj()

@@ -9,10 +9,10 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// ScaleDown says which replicas of service j stop when it is scaled from
-// j.Replicas to replicas, given its live tasks (DESIGN §4, C06, C24):
-// pending replicas go first (they hold no node), then failed or
-// crash-looping ones, then starting ones, then running ones, newest first.
+// ScaleDownPlan says which replicas of service j stop when it is scaled
+// from j.Replicas to replicas, given its live tasks: pending replicas go
+// first (they hold no node), then failed or crash-looping ones, then
+// starting ones, then running ones, newest first.
 // Survivors whose index is now out of range take the freed indices, so the
 // service's replica indices stay 0..replicas-1.
 type ScaleDownPlan struct {

@@ -20,7 +20,7 @@ var (
 
 func gpuA(n int64) structs.ResourceList { return structs.ResourceList{"gpu/A": n} }
 
-// C01: two gangs that each need every node; one runs whole, the other
+// Two gangs that each need every node; one runs whole, the other
 // holds nothing, and gets all nodes within one cycle of the first ending.
 func TestC01TwoGangsNeverSplit(t *testing.T) {
 	for run := range 50 {
@@ -30,7 +30,7 @@ func TestC01TwoGangsNeverSplit(t *testing.T) {
 		j1 := st.NewJob("j1", "u1").MPI(4).GPU("A", 8).Spread().Obj()
 		j2 := st.NewJob("j2", "u2").MPI(4).GPU("A", 8).Spread().Obj()
 		first, second := j1, j2
-		if run%2 == 1 { // randomised order in the scenario; both orders here
+		if run%2 == 1 { // either may come first: both orders
 			first, second = j2, j1
 		}
 		h.MustSubmit(first)
@@ -48,7 +48,7 @@ func TestC01TwoGangsNeverSplit(t *testing.T) {
 	}
 }
 
-// C02: a gang limited by a selector holds nothing while it cannot fit;
+// A gang limited by a selector holds nothing while it cannot fit;
 // a smaller job takes the nodes; tagging a third node starts the gang whole.
 func TestC02GangHoldsNothingUntilItFits(t *testing.T) {
 	n1, n2 := st.G8("n1", "A"), st.G8("n2", "A")
@@ -74,7 +74,7 @@ func TestC02GangHoldsNothingUntilItFits(t *testing.T) {
 	assert.Equal(t, 0, h.UsedAccels("n4"))
 }
 
-// C07: rejected submissions charge nothing.
+// Rejected submissions charge nothing.
 func TestC07RejectionsChargeNothing(t *testing.T) {
 	h := st.New(t, st.G8("n1", "A"))
 	h.Quota(u1, gpuA(8))
@@ -89,7 +89,8 @@ func TestC07RejectionsChargeNothing(t *testing.T) {
 	assert.Equal(t, int64(8), h.Usage(u1, "gpu/A"))
 }
 
-// C09: "would this fit", not "is it already over".
+// Quota asks whether the new job would fit, not whether the scope is
+// already over.
 func TestC09QuotaWouldFit(t *testing.T) {
 	h := st.New(t, st.G8("n1", "A"), st.G8("n2", "A"))
 	h.Quota(u1, gpuA(8))
@@ -110,7 +111,7 @@ func TestC09QuotaWouldFit(t *testing.T) {
 	assert.Equal(t, int64(8), h.Usage(u1, "gpu/A"))
 }
 
-// C11: requests no node can ever satisfy are refused at submit, charge
+// Requests no node can ever satisfy are refused at submit, charge
 // nothing and do not delay others.
 func TestC11NeverFitsRefusedAtSubmit(t *testing.T) {
 	h := st.New(t, st.G8("n1", "A"), st.G8("n2", "A"))
@@ -131,7 +132,7 @@ func TestC11NeverFitsRefusedAtSubmit(t *testing.T) {
 	assert.Len(t, h.Tasks("c"), 1)
 }
 
-// C13: evict only what is needed: the most recently started low job for
+// Evict only what is needed: the most recently started low job for
 // one replica, the node needing fewest victims for the next.
 func TestC13PreemptFewestMostRecent(t *testing.T) {
 	h := st.New(t, st.G8("n1", "A"), st.G8("n2", "A"))
@@ -172,7 +173,7 @@ func TestC13PreemptFewestMostRecent(t *testing.T) {
 	assert.Len(t, want, 2)
 }
 
-// C16: no eviction unless it makes the preemptor fit.
+// No eviction unless it makes the preemptor fit.
 func TestC16NoUselessEviction(t *testing.T) {
 	h := st.New(t, st.G8("n1", "A"), st.G8("n2", "A"))
 	h.Quota(u1, gpuA(16))
@@ -208,7 +209,7 @@ func TestC16NoUselessEviction(t *testing.T) {
 	assert.Equal(t, 1, h.Job("l").Attempt)
 }
 
-// C26: reasons with correct node counts; they follow cluster changes; a
+// Reasons with correct node counts; they follow cluster changes; a
 // job that times out keeps its reason.
 func TestC26WhyPending(t *testing.T) {
 	newH := func() *st.Harness {
