@@ -9,7 +9,7 @@ import (
 )
 
 // ExecutorAdd records one Spark executor Pod of a spark job as a task the
-// leader is about to bind to Node (scenario C25). The leader chose the
+// leader is about to bind to Node. The leader chose the
 // node on a snapshot (sched.PlaceExecutor); apply checks again that the
 // job runs its current attempt with Driver live, that it has fewer than
 // its most executors live, and that the node still has room. The task is
@@ -129,28 +129,16 @@ var ErrNoRoom = fmt.Errorf("no room")
 // in the cluster of near (the driver's node), beside the room held
 // there for spark executors by held (ReserveMinExecutors).
 func (s *State) checkRoom(node structs.NodeID, near *structs.Node, r structs.Resources, accels structs.AccelMask, held []sched.Reservation) error {
-	n := s.Nodes[node]
-	switch {
-	case n == nil || (n.State != structs.NodeReady && n.State != ""):
-		return fmt.Errorf("node %s is gone or not ready: %w", node, ErrNoRoom)
-	case near != nil && n.Cluster != near.Cluster:
-		return invalidf("node %s is in cluster %s, not its driver's (%s)", node, n.Cluster, near.Cluster)
+	if err := s.checkNear(node, near); err != nil {
+		return err
+	}
+	if n := s.Nodes[node]; n.Capacity.Accels < 64 && uint64(accels)>>uint(max(n.Capacity.Accels, 0)) != 0 {
+		return invalidf("node %s has no accelerator %v", node, accels.Indices())
 	}
 	uses := s.nodeUse()
-	addHeld(uses, held)
-	u := uses[node]
-	if u == nil {
-		u = &use{devices: map[string]int64{}}
-	}
-	switch {
-	case u.accels&accels != 0:
-		return fmt.Errorf("accelerators %v on node %s are taken: %w", (u.accels & accels).Indices(), node, ErrNoRoom)
-	case accels&n.QuarantinedMask() != 0:
-		return fmt.Errorf("accelerators %v on node %s are quarantined: %w", (accels & n.QuarantinedMask()).Indices(), node, ErrNoRoom)
-	case n.Capacity.Accels < 64 && uint64(accels)>>uint(max(n.Capacity.Accels, 0)) != 0:
-		return invalidf("node %s has no accelerator %v", node, accels.Indices())
-	case !fits(n, u, nil, r, accels):
-		return fmt.Errorf("node %s has no room left for %s: %w", node, r, ErrNoRoom)
+	uses.AddHeld(held)
+	if err := sched.CheckNode(node, s.Nodes[node], uses[node], nil, r, accels, r.String()); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrNoRoom)
 	}
 	return nil
 }

@@ -13,9 +13,9 @@ import (
 
 // JobSubmit accepts a validated job. The leader assigns Job.ID and Now.
 // It is idempotent by RequestID: a retry after a lost reply returns the job
-// the first attempt created (C22). Admission (quota charge and job
-// creation) is one replicated change, so a refused submission charges
-// nothing (C07).
+// the first attempt created, never a second one. Admission (quota
+// charge and job creation) is one replicated change, so a refused
+// submission charges nothing.
 type JobSubmit struct {
 	RequestID string       `json:"requestID,omitempty"`
 	Job       *structs.Job `json:"job"`
@@ -244,20 +244,7 @@ func (c *ServiceScale) apply(s *State) (any, error) {
 // quotaShortfall checks replacing j's charge by want against its limits.
 func (s *State) quotaShortfall(j *structs.Job, want structs.ResourceList) *sched.QuotaShortfall {
 	scope := j.ChargeScope()
-	for k, v := range want {
-		if v <= j.Charged[k] {
-			continue
-		}
-		// Said as quota get shows it: in use with this job's charge, asked
-		// what comes on top (it read "in use 0, requested 9" for a service
-		// of 4 scaled to 9).
-		used, more := s.Usage[scope][k], v-j.Charged[k]
-		lim, ok := s.Quotas[scope][k]
-		if !ok || used+more > lim {
-			return &sched.QuotaShortfall{Scope: scope, Key: k, Asked: more, Used: used, Limit: lim}
-		}
-	}
-	return nil
+	return sched.ChargeShortfall(j, want, s.Quotas[scope], s.Usage[scope])
 }
 
 // JobsExpire removes jobs that ended before Before, with their tasks,

@@ -69,131 +69,41 @@ func (c *PlanCommit) apply(s *State) (any, error) {
 	return res, nil
 }
 
-// use is what tasks hold on one node (and, where counted, the room held
-// for spark jobs' executors: nacc accelerators not yet given).
-type use struct {
-	cpu, mem int64
-	accels   structs.AccelMask
-	nacc     int64
-	devices  map[string]int64
-}
-
-func (s *State) nodeUse() map[structs.NodeID]*use {
-	m := map[structs.NodeID]*use{}
+// nodeUse is what tasks take of each node.
+func (s *State) nodeUse() sched.Uses {
+	m := sched.Uses{}
 	for _, t := range s.Tasks {
-		if !t.State.HoldsResources() {
-			continue
+		if t.State.HoldsResources() {
+			m.Add(t.Node, t.Resources, t.Accels)
 		}
-		u := m[t.Node]
-		if u == nil {
-			u = &use{devices: map[string]int64{}}
-			m[t.Node] = u
-		}
-		u.add(t.Resources, t.Accels)
 	}
 	return m
 }
 
-func (u *use) add(r structs.Resources, a structs.AccelMask) {
-	u.cpu += r.MilliCPU
-	u.mem += r.Memory
-	u.accels |= a
-	for d, c := range r.Devices {
-		u.devices[d] += c
-	}
+// checkPlacement re-checks pl against the current state (sched.CheckPlacement).
+func (s *State) checkPlacement(pl *sched.Placement, uses sched.Uses) error {
+	return sched.CheckPlacement(commitView{s}, s.Jobs[pl.Job], pl, uses)
 }
 
-// checkPlacement re-checks pl against the current state.
-func (s *State) checkPlacement(pl *sched.Placement, uses map[structs.NodeID]*use) error {
-	j := s.Jobs[pl.Job]
-	if j == nil || j.State.Ended() {
-		return fmt.Errorf("job %s no longer exists or has ended", pl.Job)
-	}
-	if pl.Shape < 0 || pl.Shape >= j.NumShapes() {
-		return fmt.Errorf("job %s has no shape %d", pl.Job, pl.Shape)
-	}
-	live := map[int]bool{}
-	for _, t := range s.TasksOf(pl.Job) {
-		if t.Attempt == j.Attempt && t.State.HoldsResources() && t.Executor == "" {
-			live[t.Index] = true
-		}
-	}
-	if j.State != structs.JobPending && j.Kind != structs.KindService {
-		return fmt.Errorf("job %s is %s, not pending", pl.Job, j.State)
-	}
-	replicas := j.ShapeAt(pl.Shape).Replicas
-	extra := map[structs.NodeID]*use{}
-	for _, tp := range pl.Tasks {
-		if s.Tasks[taskID(j, tp)] != nil {
-			return fmt.Errorf("task %s already exists: name each new task uniquely", taskID(j, tp))
-		}
-		if tp.Index < 0 || tp.Index >= replicas || live[tp.Index] {
-			return fmt.Errorf("job %s replica %d is already placed or out of range", pl.Job, tp.Index)
-		}
-		live[tp.Index] = true
-		n := s.Nodes[tp.Node]
-		if n == nil || (n.State != structs.NodeReady && n.State != "") {
-			return fmt.Errorf("node %s is gone or not ready", tp.Node)
-		}
-		u := uses[tp.Node]
-		if u == nil {
-			u = &use{}
-		}
-		e := extra[tp.Node]
-		if e == nil {
-			e = &use{devices: map[string]int64{}}
-			extra[tp.Node] = e
-		}
-		if (u.accels|e.accels)&tp.Accels != 0 || int64(tp.Accels.Count()) != tp.Resources.Accels {
-			return fmt.Errorf("accelerators %v on node %s are taken", tp.Accels.Indices(), tp.Node)
-		}
-		if q := tp.Accels & n.QuarantinedMask(); q != 0 {
-			return fmt.Errorf("accelerators %v on node %s are quarantined", q.Indices(), tp.Node)
-		}
-		if tp.Resources.Accels > 0 && n.Capacity.Accels < 64 && uint64(tp.Accels)>>uint(n.Capacity.Accels) != 0 {
-			return fmt.Errorf("node %s has no accelerator %v", tp.Node, tp.Accels.Indices())
-		}
-		if !fits(n, u, e, tp.Resources, tp.Accels) {
-			return fmt.Errorf("node %s has no room left for replica %d", tp.Node, tp.Index)
-		}
-		e.add(tp.Resources, tp.Accels)
-		for d, v := range e.devices {
-			if u.devices[d]+v > n.Capacity.Devices[d] {
-				return fmt.Errorf("node %s has no %s left", tp.Node, d)
-			}
-		}
-	}
-	if j.IsGang() && len(live) != replicas {
-		return fmt.Errorf("gang %s would have %d of %d replicas", pl.Job, len(live), replicas)
-	}
-	if err := s.checkHeld(j, pl, uses, extra); err != nil {
-		return err
-	}
-	if j.Priority == structs.PriorityNormal {
-		if q := s.quotaShortfall(j, pl.Charge); q != nil {
-			return fmt.Errorf("%s", q)
-		}
-	}
-	return nil
-}
+// commitView is the state as sched.CheckPlacement reads it.
+type commitView struct{ s *State }
 
-// taskID is the ID the committer gave tp, or replica and attempt.
-func taskID(j *structs.Job, tp sched.TaskPlacement) structs.TaskID {
-	if tp.ID != "" {
-		return tp.ID
-	}
-	return structs.MakeTaskID(j.ID, tp.Index, j.Attempt)
+func (v commitView) Node(id structs.NodeID) *structs.Node     { return v.s.Nodes[id] }
+func (v commitView) TasksOf(id structs.JobID) []*structs.Task { return v.s.TasksOf(id) }
+func (v commitView) HasTask(id structs.TaskID) bool           { return v.s.Tasks[id] != nil }
+func (v commitView) Quota(sc structs.Scope) (_, _ structs.ResourceList) {
+	return v.s.Quotas[sc], v.s.Usage[sc]
 }
 
 // place applies a checked placement.
-func (s *State) place(pl *sched.Placement, uses map[structs.NodeID]*use, now time.Time, tokens map[structs.TaskID]string) {
+func (s *State) place(pl *sched.Placement, uses sched.Uses, now time.Time, tokens map[structs.TaskID]string) {
 	j := s.Jobs[pl.Job]
 	shape := ""
 	if pl.Shape > 0 {
 		shape = fmt.Sprintf(", fallback shape %d", pl.Shape)
 	}
 	for _, tp := range pl.Tasks {
-		id := taskID(j, tp)
+		id := tp.TaskID(j)
 		t := &structs.Task{
 			ID: id, Job: j.ID, Index: tp.Index, Attempt: j.Attempt, Node: tp.Node, Pool: tp.Pool,
 			Priority: j.Priority, State: structs.TaskScheduled, Resources: tp.Resources, Accels: tp.Accels,
@@ -204,12 +114,7 @@ func (s *State) place(pl *sched.Placement, uses map[structs.NodeID]*use, now tim
 		if tok, ok := tokens[id]; ok {
 			s.Tokens[id] = tok
 		}
-		u := uses[tp.Node]
-		if u == nil {
-			u = &use{devices: map[string]int64{}}
-			uses[tp.Node] = u
-		}
-		u.add(tp.Resources, tp.Accels)
+		uses.Add(tp.Node, tp.Resources, tp.Accels)
 	}
 	scope := j.ChargedScope
 	if scope == "" {
@@ -239,7 +144,7 @@ func (s *State) place(pl *sched.Placement, uses map[structs.NodeID]*use, now tim
 			held[i] = r
 		}
 		s.Reservations = append(slices.Clone(s.Reservations), held...)
-		addHeld(uses, held)
+		uses.AddHeld(held)
 	}
 	s.noteWarmUp(s.Jobs[j.ID], pl, now)
 }

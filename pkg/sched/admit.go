@@ -43,13 +43,14 @@ func (e *UnsatisfiableError) Unwrap() error { return ErrUnsatisfiable }
 
 // Admit decides whether job j (already validated) is accepted onto the
 // cluster in snap and what it charges. A normal job charges its scope at
-// submit: pending jobs hold quota (DESIGN §4). A normal job over quota is
+// submit: pending jobs hold quota, as running ones do. A normal job over quota is
 // refused, unless its project has a pool: then it is accepted uncharged and
 // may run only in that pool. High jobs need a project pool; high and low
-// jobs charge nothing. Jobs that could never fit, on any shape, are refused
-// (C11), as are unknown accelerator types and nodes (C07, C26); only
-// hardware counts for that, since tags, taints and readiness change. Admit does
-// not change snap.
+// jobs charge nothing. Jobs that no node could ever hold, on any shape,
+// are refused, as are unknown accelerator types, devices, clusters and
+// nodes; only hardware counts for that, since tags, taints and readiness
+// change and nodes join: replicas asked on distinct nodes wait for them.
+// Admit does not change snap.
 func Admit(snap *Snapshot, j *structs.Job) (Admission, error) {
 	return NewAdmitter(snap).Admit(j, snap.Quotas, snap.Usage)
 }
@@ -61,37 +62,13 @@ func Admit(snap *Snapshot, j *structs.Job) (Admission, error) {
 // safe for concurrent use.
 type Admitter struct {
 	w     *world
-	never map[admitKey]*Why // hardware answers per question; nil: fits
-}
-
-// admitKey is the hardware question one shape of a job asks: everything
-// explainNodes reads in hardware mode.
-type admitKey struct {
-	prio                   structs.Priority
-	project                structs.ProjectID
-	gang, spread, poolOnly bool
-	cluster                structs.ClusterID
-	node                   structs.NodeID
-	replicas, min          int
-	cpu, mem, accel        int64
-	accelType              string
-	devices                string
-}
-
-func keyOf(j *structs.Job) admitKey {
-	r := j.Resources
-	k := admitKey{j.Priority, j.Project, j.IsGang(), j.Affinity.SpreadReplicas, j.PoolOnly, j.Cluster, j.NodeName,
-		j.Replicas, j.MinAvailable, r.MilliCPU, r.Memory, r.Accels, r.AccelType, ""}
-	if len(r.Devices) > 0 {
-		k.devices = fmt.Sprint(r.Devices)
-	}
-	return k
+	never map[string]*Why // hardware answers per question (whyKey); nil: fits
 }
 
 // NewAdmitter indexes snap's nodes and pools.
 func NewAdmitter(snap *Snapshot) *Admitter {
 	return &Admitter{w: newWorld(&Snapshot{Nodes: snap.Nodes, Pools: snap.Pools, Jobs: map[structs.JobID]*structs.Job{}}),
-		never: map[admitKey]*Why{}}
+		never: map[string]*Why{}}
 }
 
 // Admit is Admit against the admitter's nodes and pools with the given
@@ -109,11 +86,11 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 	// without nodes).
 	var pool *structs.Pool
 	if j.Project != "" {
-		pi, ok := w.projPool[j.Project]
+		pp, ok := w.projPool[j.Project]
 		if !ok {
 			return Admission{}, fmt.Errorf("project %s does not exist: an admin creates it with a pool listing its members (the pool may have no nodes): %w", j.Project, ErrNotAllowed)
 		}
-		pool = w.pools[pi]
+		pool = w.pools[pp[0]]
 		if !pool.HasMember(j.Owner) {
 			return Admission{}, fmt.Errorf("user %s is not a member of project %s (pool %s): %w", j.Owner, j.Project, pool.Name, ErrNotAllowed)
 		}
@@ -151,14 +128,16 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 		jj := *j
 		s := j.ShapeAt(i)
 		jj.Replicas, jj.Resources, jj.Fallbacks, jj.PoolOnly = s.Replicas, s.Resources, nil, adm.PoolOnly
-		k := keyOf(&jj)
-		why, seen := a.never[k]
+		c := w.newCtx(ask{j: &jj}, s, w.eligiblePools(&jj), -1)
+		k, _ := w.whyKey(w.key[:0], c, askSubmitCount) // no live replicas, reservations or other jobs here
+		w.key = k
+		why, seen := a.never[string(k)]
 		if !seen {
-			why = w.explainNodes(&jj, true)
+			why = w.explainNodes(c, true)
 			if !why.NeverFits {
 				why = nil
 			}
-			a.never[k] = why
+			a.never[string(k)] = why
 		}
 		if why == nil {
 			fits = true

@@ -133,3 +133,29 @@ func TestCachePinnedClusterIsWarmed(t *testing.T) {
 	assert.Equal(t, []string{"a1"}, h.NodesOf("j"))
 	assert.Equal(t, []string{"lidar/x"}, pl.Warm)
 }
+
+// Two pending jobs that differ only in mounting the dataset cache ask
+// different questions: the one that mounts it is told about the cluster
+// without a cache, whichever of the two is explained first.
+func TestCacheWhyNotSharedWithJobWithoutCache(t *testing.T) {
+	a1, c1 := st.C64("a1"), st.C64("c1")
+	a1.Cluster, c1.Cluster = "a", "c"
+	h := st.New(t, a1, c1)
+	h.Quota(u1, structs.ResourceList{structs.KeyCPU: 256000, structs.KeyMemory: 1024 << 30})
+	h.Snap.Cache = map[structs.ClusterID]map[string]bool{"a": {}}
+	h.MustSubmit(st.NewJob("fill-a", "u1").CPU(64, 128).Node("a1").Obj())
+	h.MustSubmit(st.NewJob("fill-c", "u1").CPU(64, 128).Node("c1").Obj())
+	h.Cycle()
+	plain := st.NewJob("a-plain", "u1").CPU(2, 4).Obj()
+	cached := st.NewJob("b-cached", "u1").CPU(2, 4).Obj()
+	cached.CacheMountPath = structs.DefaultCachePath
+	h.MustSubmit(plain)
+	h.MustSubmit(cached)
+	p := h.Cycle()
+	require.NotNil(t, p.Pending[plain.ID])
+	require.NotNil(t, p.Pending[cached.ID])
+	assert.NotSame(t, p.Pending[plain.ID], p.Pending[cached.ID])
+	assert.Equal(t, "does not fit now; 0/2 nodes fit: 2 without enough free resources now", p.Pending[plain.ID].Message)
+	assert.Equal(t, "does not fit now; 0/2 nodes fit: 1 in clusters without a dataset cache (no redis in their cluster config), 1 without enough free resources now",
+		p.Pending[cached.ID].Message)
+}

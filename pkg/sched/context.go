@@ -18,35 +18,24 @@ type selector struct {
 	sel  labels.Selector
 }
 
-// reason is why a node was rejected for a replica; the first failing check
-// in this order is the one counted.
-type reason uint8
+// ask is one job as a decision sees it: the job, and what this cycle
+// knows about it beyond its spec.
+type ask struct {
+	j *structs.Job
+	// only marks the clusters its volumes allow (volumePlaces); nil: any.
+	only []bool
+	// execPod is the executor Pod being placed (PlaceExecutor): the room
+	// reserved for it (ReserveExecutor) is its own.
+	execPod string
+}
 
-const (
-	rOK       reason = iota
-	rPool            // node's pool is not one the job may use
-	rCluster         // job pinned to another cluster
-	rNoCache         // the job mounts the dataset cache; the node's cluster has none
-	rVolume          // the node's cluster lacks the job's volumes, or they are in use there
-	rNotReady        // node not ready, draining or quarantined
-	rNodeName        // job pinned to another node
-	rClass           // wrong kind of node: accelerator type, CPU-only vs accelerator, devices
-	rTaint           // an untolerated taint
-	rSelector        // tags do not match the selector
-	rAffinity        // job affinity or anti-affinity
-	rCapacity        // the node can never hold one replica
-	rBound           // request above the CPU/memory bound to the accelerators
-	rBadAccel        // would hold one replica, but too many of its accelerators are quarantined
-	rSpread          // already holds a replica of this job (spreadReplicas)
-	rReserved        // free resources are reserved for another job
-	rFree            // not enough free now
-	nReasons
-)
-
-// jobCtx is what the placement of one job's shape needs, computed once.
+// jobCtx is the context of one job's question: what the rules (rules.go)
+// read to place one shape of it in some pools of one cluster, computed
+// once.
 type jobCtx struct {
-	j       *structs.Job
+	ask
 	shape   structs.Shape
+	rules   ruleSet     // the rules that apply to it
 	levels  [][]int32   // group indices per pool preference level
 	tiers   [][][]int32 // per level: groups of equal bound-resource waste, least first
 	pools   []int16     // the pool of each level
@@ -55,36 +44,61 @@ type jobCtx struct {
 	with    []labels.Selector
 	away    []labels.Selector
 	used    []int32 // nodes holding replicas of this job (spread)
-	// quota: when placing in the public pool a normal job must be charged.
-	needCharge bool
+	// executor: it stands for one of a spark job's executors.
+	executor bool
 	// exec, for a spark job placed with its minimum executors, is the
 	// context of one executor and execN how many (see newCtx); nil: none.
 	exec  *jobCtx
 	execN int
 }
 
-// newCtx builds the context for placing shape s of job j. pools lists the
+// noun is what one replica of c is called in reasons.
+func (c *jobCtx) noun() string {
+	if c.executor {
+		return "executor"
+	}
+	return "replica"
+}
+
+// newCtx builds the context for placing shape s of job a. pools lists the
 // pool indices the job may use, in preference order.
 // Only nodes of cluster cl are considered (-1: every cluster).
 // The context is the world's scratch one: valid until the next newCtx.
 // For a spark job whose driver comes with its minimum executors in cl
 // (sparkGang), exec is the context of one of those executors (the
 // world's second scratch one) and execN how many.
-func (w *world) newCtx(j *structs.Job, s structs.Shape, pools []int16, cl int16) *jobCtx {
-	c := w.initCtx(&w.ctx, j, s, pools, cl)
-	if n := w.sparkGang(j, cl); n > 0 {
-		ej := w.executorJob(j)
-		c.exec = w.initCtx(&w.ectx, ej, structs.Shape{Replicas: 1, Resources: ej.Resources}, pools, cl)
+func (w *world) newCtx(a ask, s structs.Shape, pools []int16, cl int16) *jobCtx {
+	c := w.initCtx(&w.ctx, a, s, pools, cl)
+	if n := w.sparkGang(a.j, cl); n > 0 {
+		c.exec = w.execCtx(a, pools, cl)
 		c.execN = n
 	}
 	return c
 }
 
-// initCtx fills c for placing shape s of job j (see newCtx) and returns it.
-func (w *world) initCtx(c *jobCtx, j *structs.Job, s structs.Shape, pools []int16, cl int16) *jobCtx {
+// execCtx is the context of one executor of spark job a in pools of
+// cluster cl (-1: any), in the world's second scratch context.
+func (w *world) execCtx(a ask, pools []int16, cl int16) *jobCtx {
+	ej := w.executorJob(a.j)
+	a.j = ej
+	c := w.initCtx(&w.ectx, a, structs.Shape{Replicas: 1, Resources: ej.Resources}, pools, cl)
+	c.executor = true
+	return c
+}
+
+// initCtx fills c for placing shape s of job a (see newCtx) and returns it.
+func (w *world) initCtx(c *jobCtx, a ask, s structs.Shape, pools []int16, cl int16) *jobCtx {
+	w.describe(c, a, s, pools)
 	lv := w.levels(pools, cl, s.Resources)
-	*c = jobCtx{j: j, shape: s, nodePin: -1, pools: pools, levels: lv.flat, tiers: lv.tiers,
-		with: c.with[:0], away: c.away[:0], used: c.used[:0]}
+	c.levels, c.tiers = lv.flat, lv.tiers
+	return c
+}
+
+// describe fills c with what the rules read for shape s of job a in
+// pools (all but the groups to walk: levels), and returns it.
+func (w *world) describe(c *jobCtx, a ask, s structs.Shape, pools []int16) *jobCtx {
+	j := a.j
+	*c = jobCtx{ask: a, shape: s, nodePin: -1, pools: pools, with: c.with[:0], away: c.away[:0], used: c.used[:0]}
 	if j.NodeName != "" {
 		c.nodePin = -2
 		if i, ok := w.byName[j.NodeName]; ok {
@@ -111,6 +125,7 @@ func (w *world) initCtx(c *jobCtx, j *structs.Job, s structs.Shape, pools []int1
 			}
 		}
 	}
+	c.rules = applying(c)
 	return c
 }
 
@@ -162,10 +177,9 @@ func (w *world) levels(pools []int16, cl int16, r structs.Resources) levelSet {
 	for _, p := range pools {
 		var lvl []int32
 		for gi, g := range w.groups {
-			if g.pool != p || (cl != -1 && g.cluster != cl) || !classOK(g, r) {
-				continue
-			}
-			if wc, wm := waste(g); wc < 0 || wm < 0 {
+			// The group rules (rPool, rClass), and rBound for the
+			// group's binding: placement walks no other groups.
+			if g.pool != p || (cl != -1 && g.cluster != cl) || !classOK(g, r) || !boundOK(r, g.shareCPU, g.shareMem) {
 				continue
 			}
 			lvl = append(lvl, int32(gi))
@@ -198,20 +212,6 @@ func (w *world) levels(pools []int16, cl int16, r structs.Resources) levelSet {
 		w.lvlCache[k] = out
 	}
 	return out
-}
-
-// classOK reports whether nodes of group g can serve replicas asking r:
-// accelerator replicas need that type (or any type), device replicas need
-// device nodes, CPU-only replicas stay on CPU nodes so GPUs are not stranded.
-func classOK(g *group, r structs.Resources) bool {
-	switch {
-	case r.Accels > 0:
-		return g.accel && (r.AccelType == "" || r.AccelType == g.class)
-	case len(r.Devices) > 0:
-		return g.class == deviceClass
-	default:
-		return !g.accel && g.class != deviceClass
-	}
 }
 
 func (w *world) selector(text string) *selector {
@@ -281,37 +281,6 @@ func untolerated(n *structs.Node, tol []corev1.Toleration) *corev1.Taint {
 	return nil
 }
 
-// nodeCheck runs the node-level static checks (everything but resources).
-func (w *world) nodeCheck(c *jobCtx, ni int32) reason {
-	if !w.nodes[ni].ready {
-		return rNotReady
-	}
-	return w.nodeCheckReady(c, ni)
-}
-
-// nodeCheckReady is nodeCheck as if node ni were ready.
-func (w *world) nodeCheckReady(c *jobCtx, ni int32) reason {
-	n := &w.nodes[ni]
-	if c.nodePin != -1 && c.nodePin != ni {
-		return rNodeName
-	}
-	if n.tainted && !tolerates(n.n, c.j.Tolerations) {
-		return rTaint
-	}
-	if c.sel != nil && !w.matches(c.sel, ni) {
-		return rSelector
-	}
-	if (len(c.with) > 0 || len(c.away) > 0) && !w.affinityOK(c, ni) {
-		return rAffinity
-	}
-	for _, u := range c.used {
-		if u == ni {
-			return rSpread
-		}
-	}
-	return rOK
-}
-
 // affinityOK checks job affinity (share a node with a matching job) and
 // anti-affinity (share none) against the tasks now on node ni.
 func (w *world) affinityOK(c *jobCtx, ni int32) bool {
@@ -351,54 +320,4 @@ func (w *world) alloc(ni int32, r structs.Resources) structs.Resources {
 	out.MilliCPU = r.Accels * n.shareCPU
 	out.Memory = r.Accels * n.shareMem
 	return out
-}
-
-// capacityCheck reports whether node ni could ever hold one replica
-// asking r (on an empty node), and whether the request respects the bound;
-// rBadAccel when it could once its quarantined accelerators return.
-func (w *world) capacityCheck(ni int32, r structs.Resources) reason {
-	n := &w.nodes[ni]
-	capa := n.n.Capacity
-	if r.Accels > 0 {
-		if r.Accels > capa.Accels {
-			return rCapacity
-		}
-		if r.MilliCPU > r.Accels*n.shareCPU || r.Memory > r.Accels*n.shareMem {
-			return rBound
-		}
-		if r.Accels > n.healthy {
-			return rBadAccel // until an admin releases them
-		}
-		return rOK
-	}
-	if r.MilliCPU > capa.MilliCPU || r.Memory > capa.Memory {
-		return rCapacity
-	}
-	for d, c := range r.Devices {
-		if capa.Devices[d] < c {
-			return rCapacity
-		}
-	}
-	return rOK
-}
-
-// freeCheck reports whether node ni has room now for alloc a of job j
-// (priority p), counting reservations held for others.
-func (w *world) freeCheck(ni int32, a structs.Resources, j structs.JobID, p structs.Priority) reason {
-	n := &w.nodes[ni]
-	if popcount(n.accels) < a.Accels || n.freeCPU < a.MilliCPU || n.freeMem < a.Memory {
-		return rFree
-	}
-	for d, c := range a.Devices {
-		if n.devices[d] < c {
-			return rFree
-		}
-	}
-	if len(n.holds) > 0 {
-		hc, hm, ha, _ := w.held(ni, j, p)
-		if popcount(n.accels)-ha < a.Accels || n.freeCPU-hc < a.MilliCPU || n.freeMem-hm < a.Memory {
-			return rReserved
-		}
-	}
-	return rOK
 }

@@ -3,8 +3,8 @@
 // cluster and the pending jobs and returns a Plan (placements, preemptions,
 // reservations, pending timeouts and why-pending reasons); the same input
 // always gives the same plan. Admit decides at submit whether a job is
-// accepted and what quota it charges. The rules are those of DESIGN §4 and
-// are summarised in the README.
+// accepted and what quota it charges. README.md beside this file says
+// where the rules are and how each question asked of nodes uses them.
 //
 // # Spark: the driver comes with its minimum executors
 //

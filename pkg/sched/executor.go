@@ -15,7 +15,8 @@ import (
 // ErrNoRoom says an executor does not fit now; it may once room frees up.
 var ErrNoRoom = errors.New("does not fit now")
 
-// ExecutorPod is what one executor Pod itself asks for (scenario C25): its
+// ExecutorPod is what one executor Pod itself asks for (its Pod spec may
+// ask less than, or be placed more narrowly than, its job's executor): its
 // requests, and the nodes its own node selector, required node affinity
 // and tolerations allow. The executor is placed and held at its requests,
 // at most its job's executor (Spark.ExecutorResources, which the job was
@@ -112,7 +113,6 @@ func newExecutorCtx(snap *Snapshot, j *structs.Job, driver *structs.Task, pod Ex
 		return nil, err
 	}
 	w := newWorld(snap)
-	w.execPod = pod.Name
 	w.holdReservations(snap)
 	ni, ok := w.byName[driver.Node]
 	if !ok {
@@ -132,7 +132,7 @@ func newExecutorCtx(snap *Snapshot, j *structs.Job, driver *structs.Task, pod Ex
 		return nil, fmt.Errorf("no node in its driver's %s meets the executor Pod's own node selector, node affinity and tolerations (%s): %w",
 			where, ex.reasons(), ErrNoRoom)
 	}
-	c := w.newCtx(executorJobFor(j, res), structs.Shape{Replicas: 1, Resources: res}, []int16{pool}, cl)
+	c := w.newCtx(ask{j: executorJobFor(j, res), execPod: pod.Name}, structs.Shape{Replicas: 1, Resources: res}, []int16{pool}, cl)
 	return &executorCtx{w: w, c: c, j: j, res: res, where: where, ex: ex}, nil
 }
 
@@ -227,7 +227,7 @@ func (w *world) excludeForPod(pod ExecutorPod, cl, pool int16) podExclusion {
 // takes of it leaves nobody short.
 func (w *world) intoHeld(c *jobCtx, r *Reservation) (assignment, bool) {
 	ni, ok := w.byName[r.Node]
-	if !ok || w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, c.shape.Resources) != rOK {
+	if !ok || w.fails(c, ni, askRoom) != rOK {
 		return assignment{}, false
 	}
 	a, n := w.alloc(ni, c.shape.Resources), &w.nodes[ni]

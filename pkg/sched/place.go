@@ -55,17 +55,9 @@ func (w *world) findNode(c *jobCtx, lvl int) int32 {
 	return -1
 }
 
-// fitsNode runs every check for one replica of c on node ni.
-func (w *world) fitsNode(c *jobCtx, ni int32) bool {
-	if w.nodeCheck(c, ni) != rOK {
-		return false
-	}
-	r := c.shape.Resources
-	if w.capacityCheck(ni, r) != rOK {
-		return false
-	}
-	return w.freeCheck(ni, w.alloc(ni, r), c.j.ID, c.j.Priority) == rOK
-}
+// fitsNode reports whether one replica of c may go on node ni now: no
+// node rule rejects it (rules.go).
+func (w *world) fitsNode(c *jobCtx, ni int32) bool { return w.fails(c, ni, askNow) == rOK }
 
 // placeReplicas tries to place replicas idx of c at pool level lvl. With
 // all set it places all or none; otherwise as many as fit. It returns the

@@ -18,16 +18,18 @@ type victim struct {
 	cpu     int64
 }
 
-// preempt finds the low jobs in pools whose eviction makes j fit, never more than
+// preempt finds the low jobs in pools whose eviction makes a's job j fit, never more than
 // needed: for a single replica, the node needing the fewest victims (then
 // the least resources, then the most recently started); for gangs, victims
 // added most recently started first until the gang fits, then pruned. If j
-// still cannot fit, nothing is evicted (C16). The freed resources are
+// still cannot fit, nothing is evicted: a preemption that would not let
+// it run stops nobody. The freed resources are
 // reserved for j; the victims' tasks keep holding them until they stop.
 // forced are victims that go whatever else is needed (the low jobs
 // mounting a volume j waits for): with them gone, the fewest further
 // victims that make j fit are added.
-func (w *world) preempt(j *structs.Job, pools []int16, forced []*victim) []Preemption {
+func (w *world) preempt(a ask, pools []int16, forced []*victim) []Preemption {
+	j := a.j
 	si := 0
 	if len(w.liveOf[j.ID]) > 0 {
 		si = j.Shape
@@ -42,8 +44,8 @@ func (w *world) preempt(j *structs.Job, pools []int16, forced []*victim) []Preem
 		required = min(len(missing), max(1, j.MinAvailable-len(w.liveOf[j.ID])))
 	}
 	missing = missing[:required]
-	for _, cl := range w.clusterOrder(j, s) {
-		c := w.newCtx(j, s, pools, cl)
+	for _, cl := range w.clusterOrder(a, s) {
+		c := w.newCtx(a, s, pools, cl)
 		for _, v := range forced {
 			w.evict(v) // their tasks are off: no candidates
 		}
@@ -93,7 +95,7 @@ func (w *world) candidates(c *jobCtx) []*victim {
 				}
 				for _, ni := range w.groups[gi].nodes {
 					nd := &w.nodes[ni]
-					if len(nd.tasks)+len(nd.holds) == 0 || w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, c.shape.Resources) != rOK {
+					if len(nd.tasks)+len(nd.holds) == 0 || w.fails(c, ni, askRoom) != rOK {
 						continue
 					}
 					for _, k := range nd.tasks {
@@ -215,7 +217,7 @@ func (w *world) victimsOneNode(c *jobCtx, cands []*victim) []*victim {
 	var best []*victim
 	var bestCost [3]int64
 	for _, ni := range nodes {
-		if w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, c.shape.Resources) != rOK {
+		if w.fails(c, ni, askRoom) != rOK {
 			continue
 		}
 		set := w.cheapestSet(onNode[ni], func() bool { return w.fitsNode(c, ni) })

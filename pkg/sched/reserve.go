@@ -7,12 +7,13 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// gangPool returns the first cluster and pool j may use where its gang
-// could fit on empty nodes: where its starvation reservation is made.
-func (w *world) gangPool(j *structs.Job) (cluster, pool int16, ok bool) {
+// gangPool returns the first cluster and pool a's job may use where its
+// gang could fit on empty nodes: where its starvation reservation is made.
+func (w *world) gangPool(a ask) (cluster, pool int16, ok bool) {
+	j := a.j
 	s := j.ShapeAt(0)
-	for _, cl := range w.clusterOrder(j, s) {
-		c := w.newCtx(j, s, w.eligiblePools(j), cl)
+	for _, cl := range w.clusterOrder(a, s) {
+		c := w.newCtx(a, s, w.eligiblePools(j), cl)
 		for lvl, p := range c.pools {
 			if w.everSlots(c, lvl) >= s.Replicas && (c.exec == nil || w.everSlots(c.exec, lvl) >= c.execN) {
 				return cl, p, true
@@ -28,8 +29,7 @@ func (w *world) everSlots(c *jobCtx, lvl int) int {
 	n := 0
 	for _, gi := range c.levels[lvl] {
 		for _, ni := range w.groups[gi].nodes {
-			r := w.nodeCheck(c, ni)
-			if (r != rOK && r != rSpread) || w.capacityCheck(ni, c.shape.Resources) != rOK {
+			if w.fails(c, ni, askRoom) != rOK {
 				continue
 			}
 			n += w.slots(c, ni, true, false)
@@ -40,8 +40,17 @@ func (w *world) everSlots(c *jobCtx, lvl int) int {
 
 // slots is how many replicas of c node ni holds: on an empty node if empty
 // (counting its quarantined accelerators too if whole), else in what is
-// free now.
+// free now; at most one with spreadReplicas.
 func (w *world) slots(c *jobCtx, ni int32, empty, whole bool) int {
+	n := w.packed(c, ni, empty, whole)
+	if c.j.Affinity.SpreadReplicas {
+		n = min(n, 1)
+	}
+	return n
+}
+
+// packed is slots were replicas of c allowed on one node.
+func (w *world) packed(c *jobCtx, ni int32, empty, whole bool) int {
 	r := c.shape.Resources
 	a := w.alloc(ni, r)
 	nd := &w.nodes[ni]
@@ -51,7 +60,7 @@ func (w *world) slots(c *jobCtx, ni int32, empty, whole bool) int {
 		acc = capa.Accels
 	}
 	if !empty {
-		hc, hm, ha, _ := w.held(ni, c.j.ID, c.j.Priority)
+		hc, hm, ha, _ := w.held(c, ni)
 		cpu, mem, acc = nd.freeCPU-hc, nd.freeMem-hm, popcount(nd.accels)-ha
 	}
 	n := int64(1 << 30)
@@ -76,19 +85,16 @@ func (w *world) slots(c *jobCtx, ni int32, empty, whole bool) int {
 	if n == 1<<30 || n < 0 {
 		n = 0
 	}
-	if c.j.Affinity.SpreadReplicas {
-		n = min(n, 1)
-	}
 	return int(n)
 }
 
-// reserveGang reserves nodes of pool p in cluster cl for gang j (a spark
+// reserveGang reserves nodes of pool p in cluster cl for gang a (a spark
 // driver and its minimum executors), choosing those with the most free
 // resources now so the gang is whole soonest. It reports whether every
 // replica (and executor) got a reservation.
-func (w *world) reserveGang(j *structs.Job, cl, p int16) bool {
-	s := j.ShapeAt(0)
-	c := w.newCtx(j, s, []int16{p}, cl)
+func (w *world) reserveGang(a ask, cl, p int16) bool {
+	s := a.j.ShapeAt(0)
+	c := w.newCtx(a, s, []int16{p}, cl)
 	taken := map[int32]structs.Resources{} // reserved on each node so far
 	rs, ok := w.reserveSlots(c, s.Replicas, taken)
 	if ok && c.exec != nil {
@@ -118,7 +124,7 @@ func (w *world) reserveSlots(c *jobCtx, n int, taken map[int32]structs.Resources
 	var cands []cand
 	for _, gi := range c.levels[0] {
 		for _, ni := range w.groups[gi].nodes {
-			if w.nodeCheck(c, ni) != rOK || w.capacityCheck(ni, r) != rOK || len(w.nodes[ni].holds) > 0 {
+			if len(w.nodes[ni].holds) > 0 || w.fails(c, ni, askRoom) != rOK {
 				continue
 			}
 			free := w.nodes[ni].freeCPU

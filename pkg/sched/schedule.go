@@ -101,24 +101,17 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		}
 		jobs = append(jobs, j)
 	}
-	slices.SortFunc(jobs, func(a, b *structs.Job) int {
-		if a.Priority != b.Priority {
-			return int(b.Priority) - int(a.Priority)
-		}
-		if c := pendingSince(a).Compare(pendingSince(b)); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
+	order(jobs)
 
 	failed := make([]failure, 0, len(jobs)/2)
+	var timedOut []failure // one per plan.Timeouts, in order
 	vols := newVolumeUse(w)
 	for _, j := range jobs {
-		w.only = nil
+		a := ask{j: j}
 		// 3. Timeout, then placement.
 		if j.State == structs.JobPending && !in.Now.Before(pendingSince(j).Add(j.Timeout())) {
 			plan.Timeouts = append(plan.Timeouts, Timeout{Job: j.ID, Reason: structs.ReasonPendingTimeout})
-			failed = append(failed, failure{j: j, timeout: len(plan.Timeouts) - 1})
+			timedOut = append(timedOut, failure{ask: a})
 			w.dropHolds(j.ID)
 			continue
 		}
@@ -146,7 +139,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			if vp.wait != "" {
 				if pre := w.preemptForVolumes(j, vp); len(pre) > 0 {
 					plan.Preemptions = append(plan.Preemptions, pre...)
-					failed = append(failed, failure{j: j, preempting: pre, timeout: -1})
+					failed = append(failed, failure{ask: a, preempting: pre})
 				} else {
 					plan.Pending[j.ID] = &Why{Message: vp.wait, NeverFits: vp.never}
 				}
@@ -155,7 +148,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 				}
 				continue
 			}
-			w.only = vp.free
+			a.only = vp.free
 		}
 		pools := w.eligiblePools(j)
 		canPreempt := j.Priority > structs.PriorityLow && w.lowTasks > 0 && !w.hasHolds(j.ID, ReservePreemption)
@@ -165,10 +158,10 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			// 3a. A project job takes its own pool back from low borrowers
 			// before it spends public quota.
 			own := pools[:1]
-			if pl, f = w.tryJob(j, in.Now, own); pl == nil && f.quota == nil {
-				if pre := w.preempt(j, own, nil); len(pre) > 0 {
+			if pl, f = w.tryJob(a, in.Now, own); pl == nil && f.quota == nil {
+				if pre := w.preempt(a, own, nil); len(pre) > 0 {
 					plan.Preemptions = append(plan.Preemptions, pre...)
-					f.preempting, f.timeout = pre, -1
+					f.preempting = pre
 					failed = append(failed, f)
 					if in.OnDecision != nil {
 						in.OnDecision(j.ID, false)
@@ -178,7 +171,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			}
 		}
 		if pl == nil {
-			pl, f = w.tryJob(j, in.Now, pools)
+			pl, f = w.tryJob(a, in.Now, pools)
 		}
 		if pl != nil {
 			if len(pl.Tasks) > 0 {
@@ -193,41 +186,37 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			}
 			continue
 		}
-		f.timeout = -1
 		// 4. Preemption.
 		if canPreempt && f.quota == nil {
-			if pre := w.preempt(j, pools, nil); len(pre) > 0 {
+			if pre := w.preempt(a, pools, nil); len(pre) > 0 {
 				plan.Preemptions = append(plan.Preemptions, pre...)
 				f.preempting = pre
 			}
 		}
 		// 5. Gang reservation.
 		if j.IsGang() && f.quota == nil && len(f.preempting) == 0 && !w.hasHolds(j.ID, "") && w.anyPoolFree(j, gangHeld) {
-			if cl, pool, ok := w.gangPool(j); ok {
-				if _, taken := gangHeld[pool]; !taken && w.reserveGang(j, cl, pool) {
+			if cl, pool, ok := w.gangPool(a); ok {
+				if _, taken := gangHeld[pool]; !taken && w.reserveGang(a, cl, pool) {
 					gangHeld[pool] = j.ID
 				}
 			}
 		}
-		f.only = w.only
 		failed = append(failed, f)
 		if in.OnDecision != nil {
 			in.OnDecision(j.ID, false)
 		}
 	}
-	w.only = nil
 
 	// 6. Explain.
-	wc := &whyCache{byKey: map[whyKey]*Why{}, byText: map[string]*Why{}}
+	var wc whyCache
+	if shareWhy {
+		wc = whyCache{}
+	}
 	for _, f := range failed {
-		w.only = f.only
-		why := w.explain(f, wc)
-		w.only = nil
-		if f.timeout >= 0 {
-			plan.Timeouts[f.timeout].Why = why
-			continue
-		}
-		plan.Pending[f.j.ID] = why
+		plan.Pending[f.j.ID] = w.explain(f, wc)
+	}
+	for i, f := range timedOut {
+		plan.Timeouts[i].Why = w.explain(f, wc)
 	}
 	// Reservations that can no longer help are dropped: a preemptor's whose
 	// victims are gone, a gang's that can never fit now.
@@ -299,12 +288,10 @@ func (w *world) anyPoolFree(j *structs.Job, held map[int16]structs.JobID) bool {
 
 // failure records why a job did not place this cycle.
 type failure struct {
-	j          *structs.Job
+	ask        // the job, and the clusters its volumes allowed
 	shape      int
 	quota      *QuotaShortfall
 	preempting []Preemption
-	timeout    int    // index into Plan.Timeouts, or -1
-	only       []bool // the clusters its volumes allowed (nil: any)
 }
 
 // pendingSince is when the job last became pending (its submit time if the
@@ -321,74 +308,49 @@ func downgrading(j *structs.Job, now time.Time) bool {
 	return len(j.Fallbacks) > 0 && j.DowngradeAfter > 0 && !now.Before(pendingSince(j).Add(j.DowngradeAfter.D()))
 }
 
-// eligiblePools returns the pools j may use, in preference order
-// (DESIGN §4: high its project pool only; normal its project pool, then
-// public; low public, then project pools that lend idle nodes).
+// eligiblePools returns the pools j may use, in preference order: high
+// its project's pool only; normal its project's pool (unless over its
+// public quota: PoolOnly), then the public pool; low the public pool,
+// then project pools that lend idle nodes. The slice is shared: read
+// only.
 func (w *world) eligiblePools(j *structs.Job) []int16 {
-	proj, hasProj := int16(-1), false
+	var proj []int16
+	hasProj := false
 	if j.Project != "" {
 		proj, hasProj = w.projPool[j.Project]
 	}
-	switch j.Priority {
-	case structs.PriorityHigh:
-		if hasProj {
-			return []int16{proj}
-		}
+	switch {
+	case j.Priority == structs.PriorityLow:
+		return w.lowPools
+	case !hasProj && (j.Priority == structs.PriorityHigh || j.PoolOnly):
 		return nil
-	case structs.PriorityLow:
-		out := []int16{0}
-		for i, p := range w.pools {
-			if i > 0 && p.LendIdle {
-				out = append(out, int16(i))
-			}
-		}
-		return out
+	case !hasProj:
+		return w.lowPools[:1:1] // the public pool
+	case j.Priority == structs.PriorityHigh || j.PoolOnly:
+		return proj[:1:1]
 	}
-	if j.PoolOnly {
-		if hasProj {
-			return []int16{proj}
-		}
-		return nil
-	}
-	if hasProj {
-		return []int16{proj, 0}
-	}
-	return []int16{0}
+	return proj
 }
 
-// clusterOrder lists the clusters to try for shape s of j, only those
-// its volumes allow (w.only): the pinned one, else all, those whose cache
-// holds all of j's datasets first, then by most free accelerators of the
-// asked type (stable: ties keep cluster order).
-func (w *world) clusterOrder(j *structs.Job, s structs.Shape) []int16 {
-	if j.Cluster != "" {
-		for i, c := range w.clusters {
-			if c == j.Cluster && w.hasCache(j, int16(i)) && (w.only == nil || w.only[i]) {
-				return []int16{int16(i)}
-			}
+// clusterOrder lists the clusters to try for shape s of a's job: those
+// no cluster rule rejects (rules.go: a pinned cluster, a cache, its
+// volumes), those whose cache holds all of the job's datasets first, then
+// by most free accelerators of the asked type (stable: ties keep cluster
+// order).
+func (w *world) clusterOrder(a ask, s structs.Shape) []int16 {
+	j := a.j
+	if j.Cluster == "" && j.CacheMountPath == "" && a.only == nil {
+		return w.orderClusters(j, s, w.allCl) // no cluster rule applies
+	}
+	c := &jobCtx{ask: a, shape: s}
+	c.rules = applying(c) & scopeRules[scopeCluster]
+	var ok []int16
+	for _, cl := range w.allCl {
+		if w.clusterFails(c, cl, askNow) == rOK {
+			ok = append(ok, cl)
 		}
-		return nil
 	}
-	if (j.CacheMountPath != "" && w.snap.Cache != nil) || w.only != nil {
-		var with []int16
-		for _, c := range w.allCl {
-			if w.hasCache(j, c) && (w.only == nil || w.only[c]) {
-				with = append(with, c)
-			}
-		}
-		return w.orderClusters(j, s, with)
-	}
-	return w.orderClusters(j, s, w.allCl)
-}
-
-// hasCache reports whether cluster c may take job j: j mounts no dataset
-// cache, or the leader did not look (Snapshot.Cache nil), or c has one.
-func (w *world) hasCache(j *structs.Job, c int16) bool {
-	if j.CacheMountPath == "" || w.snap.Cache == nil {
-		return true
-	}
-	_, ok := w.snap.Cache[w.clusters[c]]
-	return ok
+	return w.orderClusters(j, s, ok)
 }
 
 // orderClusters orders clusters (a subset of w.allCl) for shape s of j.
@@ -439,10 +401,12 @@ func (w *world) missingData(j *structs.Job, c int16) []string {
 	return out
 }
 
-// tryJob tries to place j's missing replicas in pools (in order). It returns the placement
-// (applied to w) or the failure to explain.
-func (w *world) tryJob(j *structs.Job, now time.Time, pools []int16) (*Placement, failure) {
-	f := failure{j: j}
+// tryJob tries to place the missing replicas of a's job in pools (in
+// order). It returns the placement (applied to w) or the failure to
+// explain.
+func (w *world) tryJob(a ask, now time.Time, pools []int16) (*Placement, failure) {
+	j := a.j
+	f := failure{ask: a}
 	shapes := []int{0}
 	if len(w.liveOf[j.ID]) > 0 {
 		shapes = []int{j.Shape} // a partly running service keeps its shape
@@ -466,8 +430,8 @@ func (w *world) tryJob(j *structs.Job, now time.Time, pools []int16) (*Placement
 			}
 		}
 		required = min(required, len(missing))
-		for _, cl := range w.clusterOrder(j, s) {
-			c := w.newCtx(j, s, pools, cl)
+		for _, cl := range w.clusterOrder(a, s) {
+			c := w.newCtx(a, s, pools, cl)
 			if pl, q := w.placeIn(c, si, missing, required); pl != nil {
 				pl.Warm = w.missingData(j, cl)
 				return pl, f

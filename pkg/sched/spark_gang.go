@@ -10,7 +10,7 @@ import (
 )
 
 // A spark job's driver is placed with its minimum executors as one gang
-// (DESIGN §6; structs.Spark.MinExecutors): in one decision the driver
+// (structs.Spark.MinExecutors; the package documentation): in one decision the driver
 // and that many executors fit, on nodes of one pool of one cluster that
 // the executors may use (the job's constraints, the executor's
 // nodeSelector and GPU type), or the driver stays Pending. The executors
@@ -189,16 +189,14 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// cpool is one pool of one cluster (a gang stays in one).
-type cpool struct{ cluster, pool int16 }
-
-// explainSpark sets why.Spark for spark job j, whose driver waits with
-// its minimum executors: how many executors fit now and ever in the
-// pools (of clusters that run executors) j may use, and why nodes are
-// left out for them. driverEver counts, per pool of one cluster, how many
-// drivers fit on empty nodes. The job can never fit when no pool holds
-// its driver and its minimum executors on empty nodes.
-func (w *world) explainSpark(j *structs.Job, why *Why, pools []int16, driverEver map[cpool]int) {
+// explainSpark sets why.Spark for the spark job of c, whose driver waits
+// with its minimum executors: how many executors fit now and ever in
+// the pools (of clusters that run executors) it may use, and why nodes
+// are left out for them. driverEver counts, per domain, how many drivers
+// fit on nodes that could ever take one. The job can never fit when no
+// domain holds its driver and its minimum executors that way.
+func (w *world) explainSpark(c *jobCtx, why *Why, driverEver map[domain]int) {
+	j := c.j
 	if j.Kind != structs.KindSpark || j.Spark == nil || len(w.liveOf[j.ID]) > 0 {
 		return
 	}
@@ -206,15 +204,10 @@ func (w *world) explainSpark(j *structs.Job, why *Why, pools []int16, driverEver
 	if m == 0 {
 		return
 	}
-	ej := w.executorJob(j)
-	er := ej.Resources
-	inPool := map[int16]bool{}
-	for _, p := range pools {
-		inPool[p] = true
-	}
-	ec := w.initCtx(&w.ectx, ej, structs.Shape{Replicas: 1, Resources: er}, pools, -1)
+	ec := w.execCtx(c.ask, c.pools, -1)
+	er := ec.shape.Resources
 	sf := &SparkShortfall{Executors: m, Driver: j.Resources, Executor: er}
-	now, ever := map[cpool]int{}, map[cpool]int{}
+	now, ever := map[domain]int{}, map[domain]int{}
 	counts := map[string]int{}
 	var order []string
 	add := func(text string, n int) {
@@ -224,51 +217,35 @@ func (w *world) explainSpark(j *structs.Job, why *Why, pools []int16, driverEver
 		counts[text] += n
 	}
 	for _, g := range w.groups {
-		cl := w.clusters[g.cluster]
-		if (j.Cluster != "" && cl != j.Cluster) || w.snap.NoExecutors[cl] || !w.hasCache(j, g.cluster) ||
-			(w.only != nil && !w.only[g.cluster]) || g.pool < 0 || !inPool[g.pool] {
+		rs := w.groupFails(ec, g, askNow)
+		if w.snap.NoExecutors[w.clusters[g.cluster]] || (rs != rOK && rs != rClass) {
 			continue // the driver's counts say why; there it goes alone
 		}
 		sf.Nodes += len(g.nodes)
-		if !classOK(g, er) {
-			add(w.reasonText(rClass, ec, g.nodes[0]), len(g.nodes))
+		if rs == rClass {
+			add(w.text(rClass, ec, g.nodes[0]), len(g.nodes))
 			continue
 		}
-		p := cpool{g.cluster, g.pool}
+		d := domainOf(g, true)
 		for _, ni := range g.nodes {
-			rs := w.nodeCheck(ec, ni)
-			if rs == rOK {
-				if rs = w.capacityCheck(ni, er); rs == rBadAccel {
-					rs = rOK // waits for its accelerators' release
-				}
+			first, failed := w.judge(ec, ni, askNow, askEver)
+			if failed&askEver == 0 {
+				ever[d] += w.slots(ec, ni, true, true)
 			}
-			if rs == rOK {
-				ever[p] += w.slots(ec, ni, true, true)
-				if rs = w.freeCheck(ni, w.alloc(ni, er), j.ID, j.Priority); rs == rOK {
-					sf.NodesFit++
-					now[p] += w.slots(ec, ni, false, false)
-					continue
-				}
+			if first == rOK {
+				sf.NodesFit++
+				now[d] += w.slots(ec, ni, false, false)
+				continue
 			}
-			text := w.reasonText(rs, ec, ni)
-			switch rs {
-			case rTaint:
-				text = "with untolerated taint " + firstTaint(w.nodes[ni].n, j.Tolerations)
-			case rReserved:
-				_, _, _, by := w.held(ni, j.ID, j.Priority)
-				text = "reserved for job " + string(by)
-			case rCapacity:
-				text = "too small for one executor (" + er.String() + ")"
-			}
-			add(text, 1)
+			add(w.text(first, ec, ni), 1)
 		}
 	}
 	if sf.Nodes == 0 {
 		return // no cluster it may use runs executors: the driver goes alone
 	}
 	never := true
-	for p, n := range ever {
-		if driverEver[p] > 0 {
+	for d, n := range ever {
+		if driverEver[d] > 0 {
 			sf.MaxFit = max(sf.MaxFit, min(n, m))
 			if n >= m {
 				never = false

@@ -262,15 +262,13 @@ func (w *world) preemptForVolumes(j *structs.Job, vp volumePlaces) []Preemption 
 	if w.hasHolds(j.ID, ReservePreemption) {
 		return nil
 	}
-	defer func() { w.only = nil }()
 	pools := w.eligiblePools(j)
 	for _, e := range vp.evict {
-		w.only = e.only
 		var forced []*victim
 		for _, id := range e.jobs {
 			forced = append(forced, w.victimOf(w.snap.Jobs[id]))
 		}
-		if pre := w.preempt(j, pools, forced); len(pre) > 0 {
+		if pre := w.preempt(ask{j: j, only: e.only}, pools, forced); len(pre) > 0 {
 			return pre
 		}
 	}

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -62,14 +63,62 @@ func (q *QuotaShortfall) String() string {
 		q.Scope, q.Key, formatKey(q.Key, q.Limit), formatKey(q.Key, q.Used), formatKey(q.Key, q.Asked))
 }
 
-// Fragmentation: Nodes nodes have Free accelerators of the type free each
-// at most, Needed are needed on one node.
+// Fragmentation: Nodes nodes have accelerators of the type free, at most
+// MaxFree on one, TotalFree in all; Needed are needed on one node.
 type Fragmentation struct {
 	AccelType string `json:"accelType"`
 	Nodes     int    `json:"nodes"`   // nodes with some free
 	MaxFree   int64  `json:"maxFree"` // most free on one node
 	TotalFree int64  `json:"totalFree"`
 	Needed    int64  `json:"needed"` // per replica
+	// Free names the nodes with the most free, most first (ties in node
+	// order), at most fragNodes of them.
+	Free []NodeFree `json:"free,omitempty"`
+}
+
+// NodeFree is how many accelerators are free on one node.
+type NodeFree struct {
+	Node structs.NodeID `json:"node"`
+	Free int64          `json:"free"`
+}
+
+// fragNodes is how many nodes a fragmentation reason names.
+const fragNodes = 5
+
+// add counts free accelerators on node n.
+func (f *Fragmentation) add(n structs.NodeID, free int64) {
+	if free <= 0 {
+		return
+	}
+	f.Nodes++
+	f.MaxFree = max(f.MaxFree, free)
+	f.TotalFree += free
+	i := len(f.Free)
+	for i > 0 && f.Free[i-1].Free < free {
+		i--
+	}
+	if i < fragNodes {
+		f.Free = slices.Insert(f.Free, i, NodeFree{n, free})
+		f.Free = f.Free[:min(len(f.Free), fragNodes)]
+	}
+}
+
+func (f *Fragmentation) String() string {
+	var b strings.Builder
+	var listed int64
+	for i, n := range f.Free {
+		if i == 0 {
+			fmt.Fprintf(&b, "%s: %d free %s", n.Node, n.Free, f.AccelType)
+		} else {
+			fmt.Fprintf(&b, ", %s: %d", n.Node, n.Free)
+		}
+		listed += n.Free
+	}
+	if more := f.Nodes - len(f.Free); more > 0 {
+		fmt.Fprintf(&b, ", and %d more %s with %d free", more, plural(more, "node", "nodes"), f.TotalFree-listed)
+	}
+	fmt.Fprintf(&b, "; %d needed on one node", f.Needed)
+	return b.String()
 }
 
 // GangShortfall: Fit of Needed replicas fit now, MaxFit on empty nodes,
@@ -112,9 +161,7 @@ func (w *Why) render(prefix string) {
 		parts = append(parts, w.Spark.String())
 	}
 	if w.Fragmentation != nil {
-		f := w.Fragmentation
-		parts = append(parts, fmt.Sprintf("%d nodes have free %s (at most %d on one node, %d in all), %d needed on one node",
-			f.Nodes, f.AccelType, f.MaxFree, f.TotalFree, f.Needed))
+		parts = append(parts, w.Fragmentation.String())
 	}
 	sort.SliceStable(w.Filtered, func(i, j int) bool {
 		if w.Filtered[i].Nodes != w.Filtered[j].Nodes {

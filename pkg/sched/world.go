@@ -24,7 +24,8 @@ type world struct {
 	clusters []structs.ClusterID
 	pools    []*structs.Pool // index 0 is the public pool
 	poolIdx  map[structs.PoolID]int16
-	projPool map[structs.ProjectID]int16
+	projPool map[structs.ProjectID][]int16 // a project's pool, then the public pool
+	lowPools []int16                       // the public pool, then those lending idle nodes
 
 	tasks    []wtask
 	liveOf   map[structs.JobID][]int32 // live replicas (current attempt, not stopping, no executor) per job
@@ -46,12 +47,7 @@ type world struct {
 	off   map[structs.JobID]bool
 	known *knownTypes
 	sels  map[string]selector
-	// only, while a job with volumes is decided, marks the clusters it
-	// may use (volumePlaces); nil: any.
-	only []bool
-	// execPod, while an executor Pod is placed (PlaceExecutor), is its
-	// name: the room reserved for it (ReserveExecutor) is its own.
-	execPod string
+	key   []byte // scratch why cache key (whyKey)
 }
 
 type wnode struct {
@@ -104,7 +100,7 @@ func newWorld(snap *Snapshot) *world {
 		snap:     snap,
 		byName:   make(map[structs.NodeID]int32, len(snap.Nodes)),
 		poolIdx:  map[structs.PoolID]int16{structs.PublicPool: 0},
-		projPool: map[structs.ProjectID]int16{},
+		projPool: map[structs.ProjectID][]int16{},
 		liveOf:   map[structs.JobID][]int32{},
 		victim:   map[structs.JobID]bool{},
 		usage:    map[structs.Scope]structs.ResourceList{},
@@ -118,8 +114,14 @@ func newWorld(snap *Snapshot) *world {
 			continue
 		}
 		w.poolIdx[p.Name] = int16(len(w.pools))
-		w.projPool[p.Project] = int16(len(w.pools))
+		w.projPool[p.Project] = []int16{int16(len(w.pools)), 0}
 		w.pools = append(w.pools, p)
+	}
+	w.lowPools = []int16{0}
+	for i, p := range w.pools {
+		if i > 0 && p.LendIdle {
+			w.lowPools = append(w.lowPools, int16(i))
+		}
 	}
 	w.buildNodes()
 	w.buildTasks()
@@ -154,7 +156,7 @@ func (w *world) buildNodes() {
 			p = -1 // a pool nobody defined: never eligible
 		}
 		wn.pool = p
-		wn.ready = n.State == structs.NodeReady || n.State == ""
+		wn.ready = n.Ready()
 		for _, t := range n.Taints {
 			if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
 				wn.tainted = true
@@ -380,15 +382,16 @@ func (w *world) undo(a assignment) {
 	w.refile(a.ni)
 }
 
-// held sums the resources held on node ni by reservations of jobs other
-// than j with priority at least p (lower-priority reservations do not
-// bind), and by the minimum executors of other spark jobs whatever their
-// priority. A reservation for an executor of j binds j too, but for that
-// executor.
-func (w *world) held(ni int32, j structs.JobID, p structs.Priority) (cpu, mem, acc int64, by structs.JobID) {
+// held sums the resources held on node ni for others than c's job:
+// reservations of jobs of its priority or higher (lower-priority ones do
+// not bind), and the minimum executors of other spark jobs whatever their
+// priority. A reservation for an executor of c's job binds it too, but
+// for that executor (c.execPod).
+func (w *world) held(c *jobCtx, ni int32) (cpu, mem, acc int64, by structs.JobID) {
+	j, p := c.j.ID, c.j.Priority
 	for _, h := range w.nodes[ni].holds {
 		r := &w.holds[h]
-		if r.Job == j && (r.Executor == "" || r.Executor == w.execPod) {
+		if r.Job == j && (r.Executor == "" || r.Executor == c.execPod) {
 			continue
 		}
 		if r.Kind == ReserveMinExecutors {

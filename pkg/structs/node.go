@@ -65,6 +65,10 @@ func (n *Node) QuarantinedMask() AccelMask {
 	return m
 }
 
+// Ready reports whether the node takes new tasks: its state is ready (or
+// unset).
+func (n *Node) Ready() bool { return n.State == NodeReady || n.State == "" }
+
 // PoolName returns the node's pool, mapping "" to PublicPool.
 func (n *Node) PoolName() PoolID {
 	if n.Pool == "" {

@@ -138,20 +138,32 @@ func (h *Harness) Cycle() *sched.Plan {
 	return p
 }
 
-// Apply applies plan p as the state machine would: the room a placement
-// holds for a spark job's minimum executors is kept with the plan's
-// reservations, made at this index.
+// Apply applies plan p as the state machine would: each placement
+// passes the state machine's re-check (sched.CheckPlacement; the plan was
+// made on this very state, so a rejection fails the test), and the room
+// a placement holds for a spark job's minimum executors is kept with the
+// plan's reservations, made at this index.
 func (h *Harness) Apply(p *sched.Plan) {
 	h.T.Helper()
 	var held []sched.Reservation
+	uses := sched.Uses{}
+	for _, t := range h.Snap.Tasks {
+		if t.State.HoldsResources() {
+			uses.Add(t.Node, t.Resources, t.Accels)
+		}
+	}
+	uses.AddHeld(h.Snap.Reservations)
 	for _, pl := range p.Placements {
+		j := h.Snap.Jobs[pl.Job]
+		require.NotNil(h.T, j, "placement for unknown job %s", pl.Job)
+		require.NoError(h.T, sched.CheckPlacement(commitView{h}, j, &pl, uses), "the state machine would reject the placement of %s", pl.Job)
 		for _, r := range pl.Held {
 			r.Made = h.Snap.Index
 			held = append(held, r)
 		}
-		j := h.Snap.Jobs[pl.Job]
-		require.NotNil(h.T, j, "placement for unknown job %s", pl.Job)
+		uses.AddHeld(pl.Held)
 		for _, tp := range pl.Tasks {
+			uses.Add(tp.Node, tp.Resources, tp.Accels)
 			h.Snap.Tasks = append(h.Snap.Tasks, &structs.Task{
 				ID: structs.MakeTaskID(j.ID, tp.Index, j.Attempt), Job: j.ID, Index: tp.Index, Attempt: j.Attempt,
 				Node: tp.Node, Pool: tp.Pool, Priority: j.Priority, State: structs.TaskRunning,
@@ -189,6 +201,36 @@ func (h *Harness) Apply(p *sched.Plan) {
 	}
 	h.Snap.Reservations = append(slices.Clone(p.Reservations), held...)
 	h.check()
+}
+
+// commitView is the harness's state as sched.CheckPlacement reads it.
+type commitView struct{ h *Harness }
+
+func (v commitView) Node(id structs.NodeID) *structs.Node {
+	for _, n := range v.h.Snap.Nodes {
+		if n.Name == id {
+			return n
+		}
+	}
+	return nil
+}
+
+func (v commitView) TasksOf(id structs.JobID) []*structs.Task {
+	var out []*structs.Task
+	for _, t := range v.h.Snap.Tasks {
+		if t.Job == id {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (v commitView) HasTask(id structs.TaskID) bool {
+	return slices.ContainsFunc(v.h.Snap.Tasks, func(t *structs.Task) bool { return t.ID == id })
+}
+
+func (v commitView) Quota(s structs.Scope) (_, _ structs.ResourceList) {
+	return v.h.Snap.Quotas[s], v.h.Snap.Usage[s]
 }
 
 // Settle lets every Stopping task stop: preempted jobs return to Pending
