@@ -241,10 +241,42 @@ func (s *server) putNode(_ http.ResponseWriter, r *http.Request, _ caller) (int,
 	if err := nameMatches("node name", string(n.Name), name); err != nil {
 		return 0, nil, err
 	}
+	if err := s.defaultCluster(n); err != nil {
+		return 0, nil, err
+	}
 	if _, err := s.apply(r.Context(), &state.NodeUpsert{Node: n}); err != nil {
 		return 0, nil, err
 	}
 	return s.getNode(nil, r, caller{})
+}
+
+// defaultCluster puts a node whose spec names no cluster into the only
+// cluster, as a cluster config does: a node in no cluster is one no gang
+// spans with the others. With several clusters the spec must name one. A
+// node already in a cluster stays there (the state keeps it).
+func (s *server) defaultCluster(n *structs.Node) error {
+	if n.Cluster != "" {
+		return nil
+	}
+	var names []string
+	var kept bool
+	s.store.Read(func(st *state.State) {
+		if old := st.Nodes[n.Name]; old != nil && old.Cluster != "" {
+			kept = true
+		}
+		for id := range st.Clusters {
+			names = append(names, string(id))
+		}
+	})
+	slices.Sort(names)
+	switch {
+	case kept || len(names) == 0:
+		return nil
+	case len(names) == 1:
+		n.Cluster = structs.ClusterID(names[0])
+		return nil
+	}
+	return errorf(http.StatusBadRequest, "node spec: cluster is required: there are %d clusters, name one of %s", len(names), strings.Join(names, ", "))
 }
 
 // deleteNode: DELETE /v1/nodes/{name} (admins); refused while tasks hold it.

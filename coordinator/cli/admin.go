@@ -46,6 +46,9 @@ func nodeCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "list the nodes and what their tasks hold", Flags: []cli.Flag{outputFlag()}, Action: nodeList},
 			{Name: "set", Usage: "add or replace a node from a node spec (admins)", UsageText: "coordinator node set -f FILE",
+				Description: "The spec is a node as a cluster config lists it (name, cluster, cpu, memory, accelerators or devices,\n" +
+					"tags, taints, pool). Without cluster: the node goes into the only cluster; when there are several,\n" +
+					"name one (a node already in a cluster stays there).",
 				Flags: []cli.Flag{fileFlag("the node spec"), outputFlag()}, Action: nodeSet},
 			{Name: "delete", Usage: "remove a node that runs nothing (admins)", ArgsUsage: "NAME", Action: nodeDelete},
 			nodeReleaseCommand(),
