@@ -157,8 +157,10 @@ func waitJob(c *cli.Context, cl *client.Client, id structs.JobID, print bool) (*
 		}
 		last, lastReason = j.State, j.Reason
 		if print && j.State == structs.JobPending {
-			// Say why it waits, and again whenever the reason changes.
-			if w, err := cl.Why(c.Context, id); err == nil && w.Message != "" && w.Message != lastWhy {
+			// Say why it waits, and again whenever the reason changes. The
+			// job may have moved on between the two requests: then the
+			// next poll prints its new state, not "why: not pending".
+			if w, err := cl.Why(c.Context, id); err == nil && w.Pending && w.State == structs.JobPending && w.Message != "" && w.Message != lastWhy {
 				fmt.Fprintf(c.App.Writer, "%s    why: %s\n", when(time.Now()), w.Message)
 				lastWhy = w.Message
 			}

@@ -137,3 +137,37 @@ func TestBatchRestartBackoff(t *testing.T) {
 		now = now.Add(wait)
 	}
 }
+
+// A service's reason about a replica it places again ("replica 1 was
+// lost ...; placing it again") goes once that replica runs again: it
+// stayed on a service running whole (found by a new user).
+func TestServiceReasonClearsWhenTheReplicaIsBack(t *testing.T) {
+	l := newLogged(t, st.C64("c1"))
+	l.must(&state.JobSubmit{Job: job("s-1", st.NewJob("s", "u1").Low().Service(2, 2).CPU(1, 1)), Now: t0})
+	l.recycle(t0)
+	l.report(t0, structs.TaskRunning, 0, "s-1")
+	require.Equal(t, structs.JobRunning, l.s.Jobs["s-1"].State)
+
+	var one *structs.Task
+	for _, tk := range l.s.TasksOf("s-1") {
+		if tk.Index == 1 {
+			one = tk
+		}
+	}
+	now := t0.Add(time.Minute)
+	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: one.ID, State: structs.TaskLost, Message: "no heartbeat for 15s", Time: now}}})
+	s := l.s.Jobs["s-1"]
+	assert.Equal(t, structs.JobRunning, s.State)
+	assert.Equal(t, "replica 1 was lost: no heartbeat for 15s; placing it again", s.Reason)
+	require.Len(t, l.recycle(now).Placed, 1)
+	assert.Equal(t, "replica 1 was lost: no heartbeat for 15s; placing it again", l.s.Jobs["s-1"].Reason, "placed, not running yet")
+
+	for _, tk := range l.s.TasksOf("s-1") {
+		if tk.Index == 1 && tk.State == structs.TaskScheduled {
+			l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: tk.ID, State: structs.TaskRunning, Time: now}}})
+		}
+	}
+	s = l.s.Jobs["s-1"]
+	assert.Equal(t, structs.JobRunning, s.State)
+	assert.Empty(t, s.Reason, "replica 1 runs again")
+}

@@ -93,6 +93,9 @@ func (s *State) taskEvent(e TaskEvent) {
 			s.putJob(j.ID, func(j *structs.Job) { j.State, j.StartedAt = structs.JobRunning, e.Time })
 			s.jobEvent(e.Time, j.ID, structs.EventRunning, "running: %d replica(s) started", s.runningReplicas(j))
 		}
+		if started && j != nil && s.replicaBack(j, t) {
+			s.putJob(j.ID, func(j *structs.Job) { j.Reason = "" })
+		}
 		return
 	}
 	stopping, reason := t.State == structs.TaskStopping, t.StopReason
@@ -184,6 +187,17 @@ func (s *State) runningReplicas(j *structs.Job) int {
 		}
 	}
 	return n
+}
+
+// replicaBack reports whether replica t of running job j, which has just
+// started, ends what j's reason says: a reason about that replica ("replica
+// 1 was lost ...; placing it again"), or any reason once every replica
+// runs. A parked service keeps its own.
+func (s *State) replicaBack(j *structs.Job, t *structs.Task) bool {
+	if j.State != structs.JobRunning || j.Reason == "" || j.Reason == ParkedReason || t.Executor != "" || t.Attempt != j.Attempt {
+		return false
+	}
+	return strings.HasPrefix(j.Reason, fmt.Sprintf("replica %d ", t.Index)) || s.runningReplicas(j) >= j.ShapeAt(j.Shape).Replicas
 }
 
 // allRunning reports whether every replica of j's attempt is running
