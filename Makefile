@@ -257,3 +257,10 @@ deps-ui:
 		cp test/ui/package-lock.json '$(ATOM_PLAYWRIGHT)/.installed' || \
 		{ echo "deps-ui: npm ci of playwright-core $(PLAYWRIGHT_VERSION) into $(ATOM_PLAYWRIGHT) failed" >&2; exit 1; }; \
 	fi
+
+# The dashboard's server time (test/benchui): the Jobs, Queue, Quotas and
+# Nodes pages over 10,000 jobs and 1,000 nodes made by the real state
+# machine and scheduling core, for an admin and a user; key=value lines,
+# the last ui_page_p99_ms (target <= 200).
+bench-ui: deps
+	$(GO) run ./test/benchui

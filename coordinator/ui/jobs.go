@@ -37,30 +37,48 @@ func (e jobEntry) duration(now time.Time) time.Duration {
 	return now.Sub(e.start)
 }
 
-// visibleJobs reads the jobs u may see that keep (nil: all), with their
-// start and end times. It holds the state's read lock for one pass over
-// jobs and one over tasks.
+// visibleJobs reads the jobs u may see that keep (nil: all), with when
+// they ended; fillStarts adds their start times.
 func (s *server) visibleJobs(u *session, keep func(*structs.Job) bool) (out []jobEntry, v api.Viewer) {
 	s.store.Read(func(st *state.State) {
 		v = api.ViewerOf(st, u.user)
-		idx := map[structs.JobID]int{}
 		for _, j := range st.Jobs {
 			if v.Job(j) && (keep == nil || keep(j)) {
-				idx[j.ID] = len(out)
 				out = append(out, jobEntry{job: j, end: st.Ended[j.ID]})
-			}
-		}
-		for _, t := range st.Tasks {
-			i, ok := idx[t.Job]
-			if !ok || t.StartedAt.IsZero() || t.Attempt != out[i].job.Attempt {
-				continue
-			}
-			if e := &out[i]; e.start.IsZero() || t.StartedAt.Before(e.start) {
-				e.start = t.StartedAt
 			}
 		}
 	})
 	return out, v
+}
+
+// fillStarts sets each entry's start: when the first task of its job's
+// current attempt started. A few entries (a page) look up their tasks;
+// many (ordering by duration) take one pass over all tasks.
+func (s *server) fillStarts(es []jobEntry) {
+	first := func(e *jobEntry, t *structs.Task) {
+		if t.Attempt == e.job.Attempt && !t.StartedAt.IsZero() && (e.start.IsZero() || t.StartedAt.Before(e.start)) {
+			e.start = t.StartedAt
+		}
+	}
+	s.store.Read(func(st *state.State) {
+		if len(es) <= 2*jobsPerPage {
+			for i := range es {
+				for _, t := range st.TasksOf(es[i].job.ID) {
+					first(&es[i], t)
+				}
+			}
+			return
+		}
+		idx := make(map[structs.JobID]int, len(es))
+		for i, e := range es {
+			idx[e.job.ID] = i
+		}
+		for _, t := range st.Tasks {
+			if i, ok := idx[t.Job]; ok {
+				first(&es[i], t)
+			}
+		}
+	})
 }
 
 // jobQuery is the Jobs page's filters, order and page.
@@ -259,16 +277,27 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request, u *session) {
 			v.Counts = append(v.Counts, stateCount{State: string(st), Class: jobStateClass(st), N: counts[st], URL: n.url()})
 		}
 	}
-	order, desc := jobOrders[strings.TrimPrefix(q.Sort, "-")], strings.HasPrefix(q.Sort, "-")
+	key, desc := strings.TrimPrefix(q.Sort, "-"), strings.HasPrefix(q.Sort, "-")
+	if key == "duration" {
+		s.fillStarts(rows)
+	}
+	order := jobOrders[key]
 	slices.SortFunc(rows, func(a, b jobEntry) int {
 		c := order(a, b, now)
 		if desc {
 			c = -c
 		}
-		return cmp.Or(c, cmp.Compare(a.job.ID, b.job.ID))
+		if c == 0 {
+			c = cmp.Compare(a.job.ID, b.job.ID)
+		}
+		return c
 	})
 	v.Pager = newPager(len(rows), q.Page, jobsPerPage, func(p int) string { n := q; n.Page = p; return n.url() })
-	for _, e := range rows[max(0, v.Pager.From-1):v.Pager.To] {
+	page := rows[max(0, v.Pager.From-1):v.Pager.To]
+	if key != "duration" {
+		s.fillStarts(page)
+	}
+	for _, e := range page {
 		v.Rows = append(v.Rows, newJobRow(e, now))
 	}
 	s.render(w, r, u, http.StatusOK, "jobs", "Jobs", v)

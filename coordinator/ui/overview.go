@@ -107,6 +107,7 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request, u *session) {
 				Oldest: ago(pendingSince(oldest[p]), now), Job: string(oldest[p].ID)})
 		}
 	}
+	s.fillStarts(running)
 	// The running jobs holding the most GPUs, then the longest running.
 	slices.SortFunc(running, func(a, b jobEntry) int {
 		return cmp.Or(cmp.Compare(gpus(b.job), gpus(a.job)), a.start.Compare(b.start), cmp.Compare(a.job.ID, b.job.ID))
