@@ -98,9 +98,11 @@ func TestDemo(t *testing.T) {
 		"Stopped: Preempted",
 		"sum=10 size=4",
 		"demo passed: every step happened as narrated",
+		"/ui/ and sign in with a token:",
 	} {
 		assert.Contains(t, narration, want)
 	}
+	assert.Regexp(t, `open http://127\.0\.0\.1:\d+/ui/ and sign in with a token:\n#   alice [0-9a-f]{32}   ops \(an admin, sees every job\) [0-9a-f]{32}\n`, narration)
 	assertNothingLeft(t, work)
 }
 

@@ -122,11 +122,41 @@ func (d *demo) startCluster(ctx context.Context) error {
 	d.addr = lead.url
 	d.ok("three servers answer with the %d nodes; %s leads", clusterNodes, lead.id)
 	d.say("The CLI talks to %s: export ATOM_ADDR=%s, and ATOM_TOKEN=<the user's token>.", lead.id, lead.url)
+	if err := d.dashboard(ctx, lead.url); err != nil {
+		return err
+	}
+	d.say("While the demo runs, watch it in the dashboard: open %s/ui/ and sign in with a token:", lead.url)
+	d.say("  alice %s   ops (an admin, sees every job) %s", d.tokens["alice"], d.tokens[admin])
 	if _, err := d.mustRun(ctx, admin, "node", "list"); err != nil {
 		return err
 	}
 	_, err = d.mustRun(ctx, admin, "pool", "list")
 	return err
+}
+
+// dashboard checks that the server at url serves the web dashboard's
+// sign-in page.
+func (d *demo) dashboard(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/ui/signin", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("the dashboard: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("the dashboard: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "Sign in to atom") {
+		return fmt.Errorf("the dashboard at %s/ui/signin answered %s", url, resp.Status)
+	}
+	d.ok("the dashboard answers at %s/ui/", url)
+	return nil
 }
 
 // shortCmd shows a server command line with the work dir's paths relative
@@ -596,7 +626,7 @@ func (d *demo) killLeader(ctx context.Context) error {
 	}
 	d.ok("%s leads %s after the kill", next.id, time.Since(killedAt).Truncate(10*time.Millisecond))
 	d.addr = next.url
-	d.say("From now on the CLI talks to %s: export ATOM_ADDR=%s", next.id, next.url)
+	d.say("From now on the CLI talks to %s: export ATOM_ADDR=%s (its dashboard: %s/ui/)", next.id, next.url, next.url)
 
 	d.say("A write through the new leader: alice runs a small command.")
 	hello := fmt.Sprintf(`kind: command
