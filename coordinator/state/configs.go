@@ -412,41 +412,44 @@ func (c *ServiceRestart) apply(s *State) (any, error) {
 	return RestartResult{Restart: j.Restart}, nil
 }
 
-// rollout takes job id's restart one step: while no restarted replica is
-// still stopping or starting and every replica is placed, it stops one
-// replica placed before the restart (one not running first; a running
-// one only while more than minAvailable run). Each stopped replica is
-// placed again (Pending), with the newest versions of the job's configs.
+// rollout takes job id's restart one step. While the replica it last
+// stopped (RestartReplica) has no running task placed since the restart,
+// it waits; then it stops one replica placed before the restart (one not
+// running first; a running one only while more than minAvailable run)
+// and waits for that one. Each stopped replica is placed again
+// (Pending), with the newest versions of the job's configs; a replica
+// that is down meanwhile (crash-looping) is placed again with them anyway.
 func (s *State) rollout(id structs.JobID, now time.Time) {
 	j := s.Jobs[id]
 	if j == nil || j.Kind != structs.KindService || j.State.Ended() || j.Restart == 0 {
 		return
 	}
-	running, live := 0, 0
+	replicas := j.ShapeAt(j.Shape).Replicas
+	running := 0
 	var old []*structs.Task
+	waiting := j.RestartReplica != nil && *j.RestartReplica < replicas
 	for _, t := range s.TasksOf(id) {
-		if t.Attempt != j.Attempt || t.Executor != "" || !t.State.HoldsResources() {
+		if t.Attempt != j.Attempt || t.Executor != "" || !t.State.HoldsResources() || t.State == structs.TaskStopping {
 			continue
-		}
-		if t.State == structs.TaskStopping {
-			if t.StopReason == structs.StopRestarted {
-				return // one at a time
-			}
-			continue
-		}
-		live++
-		switch {
-		case t.Restart < j.Restart:
-			old = append(old, t)
-		case t.State != structs.TaskRunning:
-			return // a restarted replica is starting
 		}
 		if t.State == structs.TaskRunning {
 			running++
 		}
+		switch {
+		case t.Restart < j.Restart:
+			old = append(old, t)
+		case waiting && t.Index == *j.RestartReplica && t.State == structs.TaskRunning:
+			waiting = false // its replacement runs
+		}
 	}
-	if len(old) == 0 || live < j.ShapeAt(j.Shape).Replicas {
-		return // done, or a replica waits to be placed
+	if waiting {
+		return
+	}
+	if j.RestartReplica != nil {
+		s.putJob(id, func(j *structs.Job) { j.RestartReplica = nil })
+	}
+	if len(old) == 0 {
+		return // done
 	}
 	pick := old[0]
 	for _, t := range old {
@@ -459,6 +462,8 @@ func (s *State) rollout(id structs.JobID, now time.Time) {
 		return
 	}
 	t := s.putTask(pick.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, structs.StopRestarted })
+	index := t.Index
+	s.putJob(id, func(j *structs.Job) { j.RestartReplica = &index })
 	s.record(taskEventOf(now, t, structs.EventRestarting, "%s stopping for the service's restart: placed again, it gets the newest configs", replicaName(t)))
 }
 

@@ -228,3 +228,44 @@ func TestServiceRestartRollsOneAtATime(t *testing.T) {
 	_, err = l.do(&state.ServiceRestart{ID: "b-1", Now: t0})
 	assert.ErrorIs(t, err, state.ErrInvalid)
 }
+
+// A replica that is down (crash-looping, waiting out its back-off) does
+// not hold a restart up: the others restart one at a time, and it is
+// placed again with the newest versions when its back-off ends.
+func TestServiceRestartPassesADownReplica(t *testing.T) {
+	l := newLogged(t, st.C64("c1"))
+	l.must(putConfig("user:u1", "web", 1, structs.ConfigData{"k": []byte("1")}))
+	l.must(&state.JobSubmit{Job: withConfigs(job("s-1", st.NewJob("s", "u1").Low().Service(3, 1).CPU(1, 1)),
+		structs.ConfigRef{Config: "web", MountPath: "/etc/web"}), Now: t0})
+	l.recycle(t0)
+	l.report(t0, structs.TaskRunning, 0, "s-1")
+	var down structs.TaskID
+	for _, tk := range l.s.TasksOf("s-1") {
+		if tk.Index == 2 {
+			down = tk.ID
+		}
+	}
+	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: down, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: down, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
+	l.must(putConfig("user:u1", "web", 2, structs.ConfigData{"k": []byte("2")}))
+	l.must(&state.ServiceRestart{ID: "s-1", Now: t0})
+	for step := range 2 {
+		var stop structs.TaskID
+		for _, tk := range l.s.TasksOf("s-1") {
+			if tk.State == structs.TaskStopping {
+				require.Empty(t, stop, "step %d: one at a time", step)
+				stop = tk.ID
+			}
+		}
+		require.NotEmpty(t, stop, "step %d: a replica restarts although replica 2 is down", step)
+		l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: stop, State: structs.TaskSucceeded, Time: t0}}})
+		l.recycle(t0)
+		l.report(t0, structs.TaskRunning, 0, "s-1")
+	}
+	for _, tk := range l.s.TasksOf("s-1") {
+		if tk.State.HoldsResources() {
+			assert.Equal(t, 2, tk.Configs[0].Version, "task %s", tk.ID)
+		}
+	}
+	assert.Nil(t, l.s.Jobs["s-1"].RestartReplica, "done")
+}

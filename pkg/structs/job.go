@@ -176,6 +176,9 @@ type Job struct {
 	// replicas placed before the last one (Task.Restart below it) are
 	// stopped and placed again one at a time, minAvailable kept.
 	Restart int `json:"restart,omitempty"`
+	// RestartReplica is the replica that restart stopped last, until a
+	// task of it placed since runs; nil when none.
+	RestartReplica *int `json:"restartReplica,omitempty"`
 }
 
 // A service replica that exits, or a batch job with restartPolicy
