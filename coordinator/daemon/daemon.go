@@ -223,7 +223,12 @@ func Start(cfg Config) (*Daemon, error) {
 	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
 	mux.Handle("/", fresh)
 	// The web dashboard, over the same API and tokens (coordinator/ui).
-	mux.Handle(ui.Prefix, ui.New(ui.Config{Store: fw, API: fresh, Tokens: cfg.Tokens}))
+	mux.Handle(ui.Prefix, ui.New(ui.Config{Store: fw, API: fresh, Tokens: cfg.Tokens, CatchUp: func(r *http.Request) error {
+		if fresh.done.Load() {
+			return nil
+		}
+		return fresh.catchUp(r) // as the API's reads do: the pages read the state directly
+	}}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cmp.Or(cfg.HTTPReadTimeout, time.Minute), IdleTimeout: cmp.Or(cfg.HTTPIdleTimeout, 2*time.Minute),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)} // TLS handshake failures, among others

@@ -33,6 +33,8 @@ type env struct {
 	store  *apitest.Store
 	srv    *httptest.Server
 	ui     http.Handler
+	api    http.Handler
+	tf     api.TokenFile
 	tokens map[structs.UserID]string
 	logs   string // a task's output is the file named by its ID
 }
@@ -58,6 +60,7 @@ func newEnv(t *testing.T, config string) *env {
 			}
 			return f, err
 		}})
+	e.api, e.tf = apiH, tf
 	e.ui = ui.New(ui.Config{Store: e.store, API: apiH, Tokens: tf, Clock: func() time.Time { return now }})
 	mux := http.NewServeMux()
 	mux.Handle("/", apiH)

@@ -1,7 +1,9 @@
 package ui_test
 
 import (
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/atom-sched/atom/coordinator/ui"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -127,4 +130,20 @@ func TestLiveFragments(t *testing.T) {
 	status, body, _ := e.do(t, req{path: "/ui/jobs/web-1", user: "u2", header: live})
 	assert.Equal(t, http.StatusNotFound, status)
 	assert.Equal(t, "job web-1 not found\n", body)
+}
+
+// A server that has not caught up since it started says so instead of
+// showing a state that may lag (as the API's reads do).
+func TestNotCaughtUp(t *testing.T) {
+	t.Parallel()
+	e, _ := placed(t)
+	h := ui.New(ui.Config{Store: e.store, API: e.api, Tokens: e.tf, CatchUp: func(*http.Request) error { return errors.New("no leader known") }})
+	for _, path := range []string{"/ui/", "/ui/jobs", "/ui/jobs/web-1"} {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.AddCookie(&http.Cookie{Name: "atom_session", Value: e.tokens["u1"]})
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code, path)
+		assert.Contains(t, rec.Body.String(), "This server has not caught up with the cluster since it started (no leader known)", path)
+	}
 }

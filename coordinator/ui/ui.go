@@ -38,6 +38,11 @@ type Config struct {
 	Tokens api.TokenFile
 	// Clock gives the time ages are measured to; nil means time.Now.
 	Clock func() time.Time
+	// CatchUp, if set, is called before a page reads the state: on a
+	// server that has not caught up with the cluster since it started,
+	// it waits until it has (or fails, and the page says to retry), as
+	// the API's reads do.
+	CatchUp func(r *http.Request) error
 }
 
 // Prefix is where the dashboard is served.
@@ -67,13 +72,14 @@ type server struct {
 	served []string // the patterns registered, for the access test
 	// cop refuses cross-origin writes before any handler runs (each
 	// write checks the CSRF token as well).
-	cop *http.CrossOriginProtection
+	cop     *http.CrossOriginProtection
+	catchUp func(*http.Request) error // nil: the state is current
 }
 
 // New returns the dashboard's handler; mount it at Prefix.
 func New(cfg Config) http.Handler {
 	s := &server{store: cfg.Store, api: cfg.API, users: api.NewUsers(cfg.Tokens), clock: cfg.Clock, mux: http.NewServeMux(),
-		cop: http.NewCrossOriginProtection()}
+		cop: http.NewCrossOriginProtection(), catchUp: cfg.CatchUp}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -129,6 +135,12 @@ func (s *server) handle(pattern string, a auth, h handler) {
 		if u == nil {
 			s.signInFirst(w, r)
 			return
+		}
+		if s.catchUp != nil {
+			if err := s.catchUp(r); err != nil {
+				s.fail(w, r, u, http.StatusServiceUnavailable, "This server has not caught up with the cluster since it started ("+err.Error()+"): reload in a moment, or open another server's dashboard.")
+				return
+			}
 		}
 		if a == authCSRF && !u.checkCSRF(r) {
 			s.fail(w, r, u, http.StatusForbidden, "This form has expired or did not come from this dashboard: reload the page and try again.")
