@@ -465,21 +465,33 @@ func (s *server) rekey(ctx context.Context, o *structs.ConfigObject, active stri
 // one at a time (minAvailable kept), getting its configs' newest versions.
 func (s *server) restartJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
 	id := structs.JobID(r.PathValue("id"))
+	return s.serviceCommand(r, c, func(j *structs.Job) (state.Command, error) {
+		switch {
+		case j.Kind != structs.KindService:
+			return nil, errorf(http.StatusBadRequest, "job %s is a %s job: only services restart replica by replica (cancel it and submit it again)", id, j.Kind)
+		case j.State.Ended():
+			return nil, errorf(http.StatusConflict, "job %s already ended (%s): submit it again instead", id, j.State)
+		}
+		return &state.ServiceRestart{ID: id, Now: s.clock(), By: c.user}, nil
+	})
+}
+
+// serviceCommand applies the command cmd makes of job {id}, which c may
+// see (else not found), and answers with the job's status after it.
+func (s *server) serviceCommand(r *http.Request, c caller, cmd func(j *structs.Job) (state.Command, error)) (int, any, error) {
+	id := structs.JobID(r.PathValue("id"))
 	js, err := s.jobStatus(r.Context(), id, c)
 	if err != nil {
 		return 0, nil, err
 	}
-	switch {
-	case js.Job.Kind != structs.KindService:
-		return 0, nil, errorf(http.StatusBadRequest, "job %s is a %s job: only services restart replica by replica (cancel it and submit it again)", id, js.Job.Kind)
-	case js.Job.State.Ended():
-		return 0, nil, errorf(http.StatusConflict, "job %s already ended (%s): submit it again instead", id, js.Job.State)
-	}
-	if _, err := s.apply(r.Context(), &state.ServiceRestart{ID: id, Now: s.clock(), By: c.user}); err != nil {
-		return 0, nil, conflictIfInvalid(err)
-	}
-	js, err = s.jobStatus(r.Context(), id, c)
+	command, err := cmd(js.Job)
 	if err != nil {
+		return 0, nil, err
+	}
+	if _, err := s.apply(r.Context(), command); err != nil {
+		return 0, nil, err
+	}
+	if js, err = s.jobStatus(r.Context(), id, c); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, js, nil

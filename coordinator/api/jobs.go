@@ -274,30 +274,21 @@ func (s *server) cancelJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 // scaleJob: POST /v1/jobs/{id}/scale {replicas}: services only.
 func (s *server) scaleJob(_ http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
 	id := structs.JobID(r.PathValue("id"))
-	js, err := s.jobStatus(r.Context(), id, c)
-	if err != nil {
-		return 0, nil, err
-	}
-	var req wire.ScaleRequest
-	if err := decodeJSON(r, &req, "a scale request"); err != nil {
-		return 0, nil, err
-	}
-	switch {
-	case req.Replicas == nil:
-		return 0, nil, &structs.FieldError{Field: "replicas", Msg: fmt.Sprintf("is missing: send {\"replicas\": N}, N from 0 (park the service) to %d", structs.MaxReplicas)}
-	case js.Job.Kind != structs.KindService:
-		return 0, nil, errorf(http.StatusBadRequest, "job %s is a %s job: only services scale (cancel it to stop it)", id, js.Job.Kind)
-	case js.Job.State.Ended():
-		return 0, nil, errorf(http.StatusConflict, "job %s already ended (%s): submit it again instead", id, js.Job.State)
-	case *req.Replicas < 0 || *req.Replicas > structs.MaxReplicas:
-		return 0, nil, &structs.FieldError{Field: "replicas", Msg: fmt.Sprintf("%d is not allowed: use 0 (park the service) to %d", *req.Replicas, structs.MaxReplicas)}
-	}
-	if _, err := s.apply(r.Context(), &state.ServiceScale{ID: id, Replicas: *req.Replicas, Now: s.clock(), By: c.user}); err != nil {
-		return 0, nil, err
-	}
-	js, err = s.jobStatus(r.Context(), id, c)
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, js, nil
+	return s.serviceCommand(r, c, func(j *structs.Job) (state.Command, error) {
+		var req wire.ScaleRequest
+		if err := decodeJSON(r, &req, "a scale request"); err != nil {
+			return nil, err
+		}
+		switch {
+		case req.Replicas == nil:
+			return nil, &structs.FieldError{Field: "replicas", Msg: fmt.Sprintf("is missing: send {\"replicas\": N}, N from 0 (park the service) to %d", structs.MaxReplicas)}
+		case j.Kind != structs.KindService:
+			return nil, errorf(http.StatusBadRequest, "job %s is a %s job: only services scale (cancel it to stop it)", id, j.Kind)
+		case j.State.Ended():
+			return nil, errorf(http.StatusConflict, "job %s already ended (%s): submit it again instead", id, j.State)
+		case *req.Replicas < 0 || *req.Replicas > structs.MaxReplicas:
+			return nil, &structs.FieldError{Field: "replicas", Msg: fmt.Sprintf("%d is not allowed: use 0 (park the service) to %d", *req.Replicas, structs.MaxReplicas)}
+		}
+		return &state.ServiceScale{ID: id, Replicas: *req.Replicas, Now: s.clock(), By: c.user}, nil
+	})
 }

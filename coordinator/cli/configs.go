@@ -51,8 +51,8 @@ func configCommand(kind structs.ConfigKind) *cli.Command {
 	return cmd
 }
 
-// configArgs returns NAME and the flags, which may come before NAME or
-// after it (coordinator config create NAME --from-file a=b).
+// configArgs is a config command's NAME and flags, which may come before
+// NAME or after it (coordinator config create NAME --from-file a=b).
 type configArgs struct {
 	name                  string
 	files, literals       []string

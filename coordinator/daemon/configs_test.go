@@ -1,14 +1,12 @@
 package daemon_test
 
 import (
-	"bytes"
 	"context"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +20,8 @@ import (
 	"github.com/atom-sched/atom/coordinator/keyring/keyringtest"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/test/testlog"
 )
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
 
 // TestDevConfigsAndSecrets: on coordinator dev, a service's replicas
 // read a config as files and a secret as environment variables and as a
@@ -55,7 +36,7 @@ func TestDevConfigsAndSecrets(t *testing.T) {
 	require.NoError(t, err)
 	kr, err := keyring.Parse(f)
 	require.NoError(t, err)
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	cluster, err := daemon.DevCluster()
 	require.NoError(t, err)
 	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tokens(t), Cluster: cluster, Keyring: kr,
@@ -174,6 +155,6 @@ configs: [{config: web, mountPath: /etc/web}, {secret: db, env: true}, {secret: 
 	}))
 	assert.GreaterOrEqual(t, files, 2, "the Raft log and a snapshot")
 	assert.True(t, configSeen, "a config's value is found in the Raft log: the search works")
-	assert.NotEmpty(t, logs.Bytes())
-	assert.False(t, keyringtest.Leaks(logs.Bytes(), password), "the server's log holds the secret")
+	assert.NotEmpty(t, []byte(logs.String()))
+	assert.False(t, keyringtest.Leaks([]byte(logs.String()), password), "the server's log holds the secret")
 }

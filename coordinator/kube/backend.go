@@ -13,7 +13,8 @@
 //	job logs ─────────────────────────▶ the Pod log endpoint (logs.go)
 //	Node informer ──not Ready > grace─▶ its tasks Lost, their Pods deleted (leader)
 //	sweep (leader) ───────────────────▶ Pods of tasks the state does not know, or knows ended, deleted
-//	                                    (a finished one once KeepFinished has passed)
+//	                                    (a finished one once KeepFinished has passed); unused config objects deleted
+//	Start, before the Pod ────────────▶ the ConfigMaps and Secrets of the config versions the task uses (configs.go)
 //	NodeSync (leader) ──Node objects──▶ NodeUpsert / NodeRemove commands
 //
 // Start is the same from any server (the Pod's name comes from the task):

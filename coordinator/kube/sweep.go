@@ -42,7 +42,10 @@ func (b *Backend) sweepLoop() {
 //   - a Pod of a task the state does not know, knows ended, or knows with
 //     another allocation is deleted (with the stop grace while it runs);
 //     one of a task known ended is first kept a while (keepEnded: a
-//     finished one KeepFinished, for its log).
+//     finished one KeepFinished, for its log);
+//   - the ConfigMaps and Secrets of atom's configs that no task holding
+//     resources uses and that are no config's current version are
+//     deleted (configs.go).
 func (b *Backend) Sweep() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
