@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -29,9 +30,12 @@ const maxLogBytes = 8 << 20
 // tasks the job has.
 const minTaskLogBytes = 4 << 10
 
-// jobLogs: GET /v1/jobs/{id}/logs[?task=ID][&follow=true]: the output of
-// the job's tasks (all of them, each under a "==> task <==" header, or
-// one), as text. Without follow, the tasks share maxLogBytes and each
+// jobLogs: GET /v1/jobs/{id}/logs[?task=T][&all=true][&follow=true]: the
+// output of the job's tasks, as text: the current attempt's (each
+// replica's newest task), with all every task the job kept (earlier
+// attempts, replaced replicas), or one (task: a task ID, or a replica
+// index for that replica's newest task); several each under a "==> task
+// <==" header. Without follow, the tasks share maxLogBytes and each
 // shows the end of its output, after a line saying how much was cut. With
 // follow, the response stays open and streams all the task wrote and
 // writes until it ends or the client goes away.
@@ -45,23 +49,25 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 	}
 	q := r.URL.Query()
 	follow, _ := strconv.ParseBool(q.Get("follow"))
-	want := structs.TaskID(q.Get("task"))
-	var tasks []*structs.Task
-	for _, t := range js.Tasks {
-		if want == "" || t.ID == want {
-			tasks = append(tasks, t)
-		}
-	}
-	if want != "" && len(tasks) == 0 {
-		return 0, nil, errorf(http.StatusNotFound, "job %s has no task %s", js.Job.ID, trunc(string(want)))
+	all, _ := strconv.ParseBool(q.Get("all"))
+	tasks, hidden, err := logTasks(js, q.Get("task"), all)
+	if err != nil {
+		return 0, nil, err
 	}
 	if follow && len(tasks) != 1 {
 		return 0, nil, errorf(http.StatusBadRequest, "follow needs one task: add ?task=ID (the job has %d)", len(tasks))
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
+	if hidden > 0 {
+		defer fmt.Fprintf(w, "(%d stopped task(s) of earlier attempts or replaced replicas not shown: coordinator job logs --all %s shows them)\n", hidden, js.Job.ID)
+	}
 	if len(tasks) == 0 {
-		fmt.Fprintf(w, "(no output: job %s has no task yet (%s); coordinator job why %s says why)\n", js.Job.ID, js.Job.State, js.Job.ID)
+		attempt := ""
+		if js.Job.Attempt > 0 {
+			attempt = fmt.Sprintf(" in attempt %d", js.Job.Attempt)
+		}
+		fmt.Fprintf(w, "(no output: job %s has no task yet%s (%s); coordinator job why %s says why)\n", js.Job.ID, attempt, js.Job.State, js.Job.ID)
 		return 0, nil, nil
 	}
 	budget := int64(maxLogBytes)
@@ -105,6 +111,67 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 		rc.Close()
 	}
 	return 0, nil, nil
+}
+
+// logTasks picks the tasks of js whose output a logs request shows, and
+// counts those it leaves out: task names one (a task ID, or a replica
+// index: that replica's newest task); else all of them, or the current
+// attempt's with each replica's newest task only (a replica placed again
+// has a newer task).
+func logTasks(js *wire.JobStatus, task string, all bool) (tasks []*structs.Task, hidden int, err error) {
+	if n, err := strconv.Atoi(task); err == nil {
+		var newest *structs.Task
+		for _, t := range js.Tasks {
+			if t.Index == n && t.Executor == "" && newer(t, newest) {
+				newest = t
+			}
+		}
+		if newest == nil {
+			return nil, 0, errorf(http.StatusNotFound, "job %s has no task of replica %d (replicas 0 to %d; coordinator job status %s lists its tasks)", js.Job.ID, n, js.Job.ShapeAt(js.Job.Shape).Replicas-1, js.Job.ID)
+		}
+		return []*structs.Task{newest}, 0, nil
+	}
+	if task != "" {
+		for _, t := range js.Tasks {
+			if string(t.ID) == task {
+				return []*structs.Task{t}, 0, nil
+			}
+		}
+		return nil, 0, errorf(http.StatusNotFound, "job %s has no task %s: give a task ID or a replica index (coordinator job status %s lists its tasks)", js.Job.ID, trunc(task), js.Job.ID)
+	}
+	if all {
+		return js.Tasks, 0, nil
+	}
+	for _, t := range js.Tasks {
+		current := t.Attempt == js.Job.Attempt
+		for _, o := range js.Tasks {
+			if current && o != t && o.Attempt == t.Attempt && o.Index == t.Index && newer(o, t) {
+				current = false // replaced
+			}
+		}
+		if current {
+			tasks = append(tasks, t)
+		} else {
+			hidden++
+		}
+	}
+	return tasks, hidden, nil
+}
+
+// newer reports whether task a replaced b (or b is nil): a live task
+// before an ended one, then the later placed, then the later ID.
+func newer(a, b *structs.Task) bool {
+	switch {
+	case b == nil:
+		return true
+	case a.State.HoldsResources() != b.State.HoldsResources():
+		return a.State.HoldsResources()
+	case a.Attempt != b.Attempt:
+		return a.Attempt > b.Attempt
+	case !a.ScheduledAt.Equal(b.ScheduledAt):
+		return a.ScheduledAt.After(b.ScheduledAt)
+	}
+	return a.ID > b.ID
 }
 
 // noOutput says why a task has no output to show: what err (which wraps

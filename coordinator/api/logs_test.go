@@ -184,3 +184,53 @@ func TestLogsOfAJobWithNoTask(t *testing.T) {
 	t.Cleanup(srv.Close)
 	assert.Equal(t, "(no output: job noisy-1 has no task yet (Pending); coordinator job why noisy-1 says why)\n", getLogs(t, srv, ""))
 }
+
+// TestLogsCurrentAttempt: by default the logs are the current attempt's
+// (each replica's newest task), saying how many older tasks are left
+// out; all=true shows every task; task takes a replica index too.
+func TestLogsCurrentAttempt(t *testing.T) {
+	store := apitest.NewStore()
+	store.Load(t, apitest.Cluster)
+	s, err := structs.ParseJobSpec([]byte(`{kind: service, name: noisy, replicas: 2, command: [run], resources: {cpu: "1", memory: 1Gi}}`))
+	require.NoError(t, err)
+	j, err := s.ToJob("u1")
+	require.NoError(t, err)
+	j.ID = "noisy-1"
+	store.Must(t, &state.JobSubmit{Job: j, Now: apitest.T0})
+	store.Schedule(t, apitest.T0)
+	store.Report(t, "noisy-1-1-a0", structs.TaskFailed, apitest.T0)
+	store.Schedule(t, apitest.T0.Add(time.Minute)) // replica 1 placed again: noisy-1-1-a0-r1
+	tf, err := api.ParseTokens([]byte("users: [{name: admin, token: " + logsToken + ", admin: true}]\n"))
+	require.NoError(t, err)
+	srv := httptest.NewServer(api.New(store, api.Config{Tokens: tf, Clock: func() time.Time { return apitest.T0 },
+		Logs: func(id structs.TaskID, _ bool) (io.ReadCloser, error) { return stream([]byte("out of " + string(id) + "\n")), nil }}))
+	t.Cleanup(srv.Close)
+
+	assert.Equal(t, ""+
+		"==> noisy-1-0-a0 (replica 0, node c1) <==\nout of noisy-1-0-a0\n"+
+		"==> noisy-1-1-a0-r1 (replica 1, node c1) <==\nout of noisy-1-1-a0-r1\n"+
+		"(1 stopped task(s) of earlier attempts or replaced replicas not shown: coordinator job logs --all noisy-1 shows them)\n",
+		getLogs(t, srv, ""))
+	assert.Equal(t, ""+
+		"==> noisy-1-0-a0 (replica 0, node c1) <==\nout of noisy-1-0-a0\n"+
+		"==> noisy-1-1-a0 (replica 1, node c1) <==\nout of noisy-1-1-a0\n"+
+		"==> noisy-1-1-a0-r1 (replica 1, node c1) <==\nout of noisy-1-1-a0-r1\n",
+		getLogs(t, srv, "?all=true"))
+	assert.Equal(t, "out of noisy-1-1-a0-r1\n", getLogs(t, srv, "?task=1"), "a replica index: its newest task")
+	assert.Equal(t, "out of noisy-1-1-a0\n", getLogs(t, srv, "?task=noisy-1-1-a0"))
+
+	for q, want := range map[string]string{
+		"?task=7":    "job noisy-1 has no task of replica 7 (replicas 0 to 1; coordinator job status noisy-1 lists its tasks)",
+		"?task=nope": "job noisy-1 has no task nope: give a task ID or a replica index (coordinator job status noisy-1 lists its tasks)",
+	} {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/v1/jobs/noisy-1/logs"+q, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+logsToken)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, q)
+		assert.Contains(t, string(b), want, q)
+	}
+}

@@ -60,9 +60,13 @@ func jobCommand() *cli.Command {
 			jobWaitCommand(),
 			{Name: "cancel", Usage: "cancel a job", ArgsUsage: "ID", Flags: []cli.Flag{outputFlag()}, Action: jobCancel},
 			{Name: "logs", Usage: "show a job's output (stdout and stderr of its tasks)", ArgsUsage: "ID", Action: jobLogs,
+				Description: "Shows the output of the job's current attempt: each replica's newest task. --all adds\n" +
+					"the tasks it stopped before (earlier attempts, replicas placed again); --task shows one,\n" +
+					"named by its task ID or by its replica index (that replica's newest task).",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep streaming until the task ends (needs one task: --task, or a one-replica job, waited for until it is placed)"},
-					&cli.StringFlag{Name: "task", Usage: "only this task's output"},
+					&cli.StringFlag{Name: "task", Usage: "only this task's output: a task ID, or a replica index"},
+					&cli.BoolFlag{Name: "all", Usage: "every task the job kept, stopped ones too, not only the current attempt's"},
 					&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often -f polls a job not placed yet", Hidden: true},
 				}},
 		},

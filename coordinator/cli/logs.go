@@ -18,13 +18,15 @@ func jobLogs(c *cli.Context) error {
 	}
 	cl := newClient(c)
 	id := structs.JobID(a[0])
-	task := structs.TaskID(c.String("task"))
-	if c.Bool("follow") && task == "" {
-		if task, err = taskToFollow(c, cl, id); err != nil {
+	o := client.LogOptions{Task: c.String("task"), All: c.Bool("all"), Follow: c.Bool("follow")}
+	if o.Follow && o.Task == "" {
+		t, err := taskToFollow(c, cl, id)
+		if err != nil {
 			return err
 		}
+		o.Task = string(t)
 	}
-	return cl.Logs(c.Context, id, task, c.Bool("follow"), c.App.Writer)
+	return cl.LogsWith(c.Context, id, o, c.App.Writer)
 }
 
 // taskToFollow picks the task `job logs -f ID` streams when --task names
@@ -32,7 +34,8 @@ func jobLogs(c *cli.Context) error {
 // its last one once the job has ended), or of an MPI job's launcher. A
 // job not placed yet is waited for, saying so once on stderr: `job
 // submit` followed at once by `job logs -f` is the common case. Other
-// jobs of several replicas need --task; the error lists their tasks.
+// jobs of several replicas need --task; the error offers their live
+// tasks (an ended one has nothing more to stream).
 func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.TaskID, error) {
 	said := false
 	for {
@@ -45,14 +48,14 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.
 		// rank's.
 		launcher := j.Kind == structs.KindMPI
 		var newest *structs.Task
-		var current []string
+		var live []string
 		for _, t := range st.Tasks {
 			if t.Executor != "" || (launcher && t.Index != 0) {
 				continue
 			}
 			if t.Attempt == j.Attempt || j.State.Ended() {
-				if t.Attempt == j.Attempt {
-					current = append(current, string(t.ID))
+				if t.Attempt == j.Attempt && t.State.HoldsResources() {
+					live = append(live, string(t.ID))
 				}
 				if newest == nil || t.Attempt > newest.Attempt || (t.Attempt == newest.Attempt && !t.ScheduledAt.Before(newest.ScheduledAt)) {
 					newest = t
@@ -60,8 +63,10 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.
 			}
 		}
 		switch {
-		case j.Replicas > 1 && !launcher && len(current) > 0:
-			return "", usagef("job logs -f follows one task and job %s has %d replicas: pick one with --task (its tasks now: %s)", id, j.Replicas, strings.Join(current, ", "))
+		case j.Replicas > 1 && !launcher && len(live) > 0:
+			return "", usagef("job logs -f follows one task and job %s has %d replicas: pick one with --task: a replica index (0 to %d) or one of its live tasks: %s", id, j.Replicas, j.Replicas-1, strings.Join(live, ", "))
+		case j.Replicas > 1 && !launcher && j.State.Ended():
+			return "", fmt.Errorf("job %s is %s: none of its tasks runs, so there is nothing to follow: coordinator job logs %s shows their output", id, j.State, id)
 		case j.Replicas > 1 && !launcher:
 			return "", usagef("job logs -f follows one task and job %s has %d replicas, none placed yet (%s): pick one with --task once coordinator job status %s lists them", id, j.Replicas, j.State, id)
 		case newest != nil:

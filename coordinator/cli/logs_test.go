@@ -107,9 +107,15 @@ func TestLogsFollowWaitsForThePlacement(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 	err = cli(io.Discard, io.Discard, "job", "logs", "-f", pair)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "job logs -f follows one task and job "+pair+" has 2 replicas: pick one with --task (its tasks now: "+pair+"-0-")
+	assert.Contains(t, err.Error(), "job logs -f follows one task and job "+pair+" has 2 replicas: pick one with --task: a replica index (0 to 1) or one of its live tasks: "+pair+"-0-")
 	assert.Contains(t, err.Error(), ", "+pair+"-1-")
+	require.NoError(t, cli(io.Discard, io.Discard, "job", "logs", "--task", "1", pair), "a replica index names its task")
 	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", pair))
+	// Once its tasks have stopped, none is offered.
+	require.Eventually(t, func() bool {
+		err = cli(io.Discard, io.Discard, "job", "logs", "-f", pair)
+		return err != nil && err.Error() == "job "+pair+" is Cancelled: none of its tasks runs, so there is nothing to follow: coordinator job logs "+pair+" shows their output"
+	}, 10*time.Second, 10*time.Millisecond, "%v", err)
 
 	// An MPI job: its launcher, replica 0, carries every rank's output.
 	// (Run bare here: each replica runs the command.)

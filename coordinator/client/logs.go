@@ -13,15 +13,35 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// Logs streams the output of job id's tasks (task "" for all) to w; with
-// follow it keeps streaming one task's output until the task ends or ctx
-// is done.
+// Logs streams the output of job id's tasks (task "": the current
+// attempt's) to w; with follow it keeps streaming one task's output until
+// the task ends or ctx is done.
 func (c *Client) Logs(ctx context.Context, id structs.JobID, task structs.TaskID, follow bool, w io.Writer) error {
+	return c.LogsWith(ctx, id, LogOptions{Task: string(task), Follow: follow}, w)
+}
+
+// LogOptions says whose output Logs streams and how.
+type LogOptions struct {
+	// Task is a task ID, or a replica index ("1": that replica's newest
+	// task); "" for the current attempt's tasks (each replica's newest).
+	Task string
+	// All shows every task the job kept (earlier attempts, replaced
+	// replicas), when Task is "".
+	All bool
+	// Follow keeps streaming one task's output until it ends.
+	Follow bool
+}
+
+// LogsWith is Logs with options.
+func (c *Client) LogsWith(ctx context.Context, id structs.JobID, o LogOptions, w io.Writer) error {
 	q := url.Values{}
-	if task != "" {
-		q.Set("task", string(task))
+	if o.Task != "" {
+		q.Set("task", o.Task)
 	}
-	if follow {
+	if o.All {
+		q.Set("all", "true")
+	}
+	if o.Follow {
 		q.Set("follow", "true")
 	}
 	u := c.addr + "/v1/jobs/" + seg(string(id)) + "/logs"
