@@ -216,16 +216,20 @@ func nodeList(c *cli.Context) error {
 			return
 		}
 		tw := tab(w)
-		row(tw, "NAME", "CLUSTER", "POOL", "STATE", "CPU", "MEMORY", "ACCELERATORS", "QUARANTINED", "TASKS", "TAGS")
+		row(tw, "NAME", "CLUSTER", "POOL", "STATE", "CPU", "MEMORY", "ACCELERATORS", "DEVICES", "QUARANTINED", "TASKS", "TAGS")
 		for _, n := range nodes {
 			accels := ""
 			if n.Capacity.Accels > 0 {
 				accels = fmt.Sprintf("%s %d/%d", n.Capacity.AccelType, n.Allocated.Accels, n.Capacity.Accels)
 			}
+			var devices []string // "jetson-xavier 1/2", held of all
+			for _, d := range slices.Sorted(maps.Keys(n.Capacity.Devices)) {
+				devices = append(devices, fmt.Sprintf("%s %d/%d", d, n.Allocated.Devices[d], n.Capacity.Devices[d]))
+			}
 			row(tw, n.Name, n.Cluster, n.PoolName(), n.State,
 				structs.FormatMilliCPU(n.Allocated.MilliCPU)+"/"+structs.FormatMilliCPU(n.Capacity.MilliCPU),
 				structs.FormatBytes(n.Allocated.Memory)+"/"+structs.FormatBytes(n.Capacity.Memory),
-				accels, quarantinedCell(&n.Node), n.Tasks, tags(n.Tags))
+				accels, strings.Join(devices, ","), quarantinedCell(&n.Node), n.Tasks, tags(n.Tags))
 		}
 		tw.Flush()
 	})

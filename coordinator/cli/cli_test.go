@@ -298,11 +298,11 @@ func TestAdminCommands(t *testing.T) {
 	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: service, name: web, project: perception, resources: {accelerators: {type: A100, count: 2}}}`))
 	e.Store.Schedule(t, apitest.T0)
 	assert.Equal(t, ""+
-		"NAME  CLUSTER  POOL        STATE  CPU    MEMORY       ACCELERATORS  QUARANTINED  TASKS  TAGS\n"+
-		"c1    local    public      ready  0/64   0/256Gi      -             -            0      -\n"+
-		"g1    local    perception  ready  24/96  192Gi/768Gi  A100 2/8      -            1      A100\n"+
-		"g2    local    public      ready  0/96   0/768Gi      A100 0/8      -            0      A100\n"+
-		"v1    local    vision      ready  0/8    0/32Gi       -             -            0      -\n",
+		"NAME  CLUSTER  POOL        STATE  CPU    MEMORY       ACCELERATORS  DEVICES  QUARANTINED  TASKS  TAGS\n"+
+		"c1    local    public      ready  0/64   0/256Gi      -             -        -            0      -\n"+
+		"g1    local    perception  ready  24/96  192Gi/768Gi  A100 2/8      -        -            1      A100\n"+
+		"g2    local    public      ready  0/96   0/768Gi      A100 0/8      -        -            0      A100\n"+
+		"v1    local    vision      ready  0/8    0/32Gi       -             -        -            0      -\n",
 		must(t, e, "u1", "node", "list"))
 	_, err = run(t, e, "admin", "pool", "delete", "vision")
 	assert.ErrorContains(t, err, "still has node v1")

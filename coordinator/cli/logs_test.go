@@ -124,3 +124,25 @@ func TestLogsFollowWaitsForThePlacement(t *testing.T) {
 	require.NoError(t, cli(&stdout, io.Discard, "job", "logs", "-f", "--interval", "10ms", mpi))
 	assert.Equal(t, "replica 0\n", stdout.String())
 }
+
+// An edge job on the dev cluster's edge node gets its boards in
+// ATOM_DEVICES, and node list shows them held.
+func TestEdgeJobDevices(t *testing.T) {
+	cli := devCLI(t)
+	var out bytes.Buffer
+	spec := file(t, "kind: command\nname: flash\ncommand: [sh, -c, 'echo boards $ATOM_DEVICES; exec sleep 30']\nresources: {cpu: 1, devices: {jetson-xavier: 2}}\n")
+	require.Eventually(t, func() bool { // the cluster config lands just after start
+		out.Reset()
+		return cli(&out, io.Discard, "job", "submit", "-f", spec) == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	id := strings.Fields(out.String())[1]
+	require.Eventually(t, func() bool {
+		out.Reset()
+		return cli(&out, io.Discard, "job", "logs", id) == nil && strings.Contains(out.String(), "boards")
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, "boards jetson-xavier:0,jetson-xavier:1\n", out.String())
+	out.Reset()
+	require.NoError(t, cli(&out, io.Discard, "node", "list"))
+	assert.Regexp(t, `edge-1 .* jetson-xavier 2/2 `, out.String())
+	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", id))
+}

@@ -30,10 +30,10 @@ func TestNodeRelease(t *testing.T) {
 		Reason: structs.ReasonPreflightFailed, Message: "gpu preflight failed: count: 1 GPUs visible, 2 allocated", Time: apitest.T0}}})
 
 	assert.Contains(t, must(t, e, "u1", "node", "list"), ""+
-		"NAME  CLUSTER  POOL        STATE  CPU   MEMORY   ACCELERATORS  QUARANTINED  TASKS  TAGS\n"+
-		"c1    local    public      ready  0/64  0/256Gi  -             -            0      -\n"+
-		"g1    local    perception  ready  0/96  0/768Gi  A100 0/8      -            0      A100\n"+
-		"g2    local    public      ready  0/96  0/768Gi  A100 0/8      0,1          0      A100\n")
+		"NAME  CLUSTER  POOL        STATE  CPU   MEMORY   ACCELERATORS  DEVICES  QUARANTINED  TASKS  TAGS\n"+
+		"c1    local    public      ready  0/64  0/256Gi  -             -        -            0      -\n"+
+		"g1    local    perception  ready  0/96  0/768Gi  A100 0/8      -        -            0      A100\n"+
+		"g2    local    public      ready  0/96  0/768Gi  A100 0/8      -        0,1          0      A100\n")
 	var nl wire.NodeList
 	require.NoError(t, json.Unmarshal([]byte(must(t, e, "u1", "node", "list", "-o", "json")), &nl))
 	require.Len(t, nl.Nodes, 3)

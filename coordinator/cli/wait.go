@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -62,21 +60,17 @@ func jobWait(c *cli.Context) error {
 	if cond != "running" && cond != "complete" {
 		return usagef("--for %q is not allowed: use running or complete", c.String("for"))
 	}
-	ctx := c.Context
+	// The timeout is checked after each look, so a timed-out wait says
+	// the state it last saw.
+	var deadline time.Time
 	if d := c.Duration("timeout"); d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
+		deadline = time.Now().Add(d)
 	}
 	cl := newClient(c)
 	id := structs.JobID(a[0])
-	var js *wire.JobStatus
 	for {
-		js, err = cl.Job(ctx, id)
-		switch {
-		case err != nil && ctx.Err() != nil && c.Context.Err() == nil:
-			return timedOut(c, id, js, cond)
-		case err != nil:
+		js, err := cl.Job(c.Context, id)
+		if err != nil {
 			return fmt.Errorf("wait for job %s: %w", id, err)
 		}
 		j := js.Job
@@ -97,23 +91,20 @@ func jobWait(c *cli.Context) error {
 			}
 			return cli.Exit(fmt.Sprintf("job %s %s, so it will not be %s", id, how, cond), exitEndedOtherwise)
 		}
-		t := time.NewTimer(c.Duration("interval"))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			if c.Context.Err() != nil {
-				return fmt.Errorf("wait for job %s: %w", id, c.Context.Err())
+		wait := c.Duration("interval")
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return cli.Exit(fmt.Sprintf("job %s is not %s after %s: it is %s%s", id, cond, c.Duration("timeout"), j.State, reasonSuffix(j.Reason)), exitTimedOut)
 			}
-			return timedOut(c, id, js, cond)
+			wait = min(wait, left)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-c.Context.Done():
+			t.Stop()
+			return fmt.Errorf("wait for job %s: %w", id, c.Context.Err())
 		case <-t.C:
 		}
 	}
-}
-
-func timedOut(c *cli.Context, id structs.JobID, js *wire.JobStatus, cond string) error {
-	state := "unknown"
-	if js != nil {
-		state = string(js.Job.State) + reasonSuffix(js.Job.Reason)
-	}
-	return cli.Exit(fmt.Sprintf("job %s is not %s after %s: it is %s", id, cond, c.Duration("timeout"), state), exitTimedOut)
 }

@@ -196,3 +196,24 @@ func TestEventsCloneUnchanged(t *testing.T) {
 	assert.Len(t, c.Events["a-1"].Events, 1)
 	assert.Len(t, l.s.Events["a-1"].Events, 4)
 }
+
+// Edge devices are given by index, as accelerators are: the lowest free
+// ones of the node.
+func TestDevicesByIndex(t *testing.T) {
+	edge := &structs.Node{Name: "e1", Capacity: structs.Resources{MilliCPU: 8000, Memory: 16 << 30, Devices: map[string]int64{"jetson": 3}}}
+	l := newLogged(t, edge)
+	edgeJob := func(id string, n int64) *structs.Job {
+		j := job(id, st.NewJob(id, "u1").Low().CPU(1, 1))
+		j.Resources = structs.Resources{MilliCPU: 1000, Devices: map[string]int64{"jetson": n}}
+		return j
+	}
+	l.must(&state.JobSubmit{Job: edgeJob("a-1", 1), Now: t0})
+	l.must(&state.JobSubmit{Job: edgeJob("b-1", 2), Now: t0})
+	l.cycle(t0)
+	assert.Equal(t, map[string][]int{"jetson": {0}}, l.s.Tasks["a-1-0-a0"].Devices)
+	assert.Equal(t, map[string][]int{"jetson": {1, 2}}, l.s.Tasks["b-1-0-a0"].Devices)
+	l.report(t0, structs.TaskSucceeded, 0, "b-1")
+	l.must(&state.JobSubmit{Job: edgeJob("c-1", 2), Now: t0})
+	l.cycle(t0)
+	assert.Equal(t, map[string][]int{"jetson": {1, 2}}, l.s.Tasks["c-1-0-a0"].Devices, "those freed")
+}

@@ -108,6 +108,7 @@ func (s *State) place(pl *sched.Placement, uses sched.Uses, now time.Time, token
 			ID: id, Job: j.ID, Index: tp.Index, Attempt: j.Attempt, Node: tp.Node, Pool: tp.Pool,
 			Priority: j.Priority, State: structs.TaskScheduled, Resources: tp.Resources, Accels: tp.Accels,
 			ScheduledAt: now, Configs: s.taskConfigs(j), Restart: j.Restart,
+			Devices: s.freeDevices(tp.Node, tp.Resources.Devices),
 		}
 		s.addTask(t)
 		s.placedEvent(now, t, shape)
@@ -147,4 +148,40 @@ func (s *State) place(pl *sched.Placement, uses sched.Uses, now time.Time, token
 		uses.AddHeld(held)
 	}
 	s.noteWarmUp(s.Jobs[j.ID], pl, now)
+}
+
+// freeDevices picks the edge devices a task asking for want gets on
+// node: of each type, the lowest indices no live task there holds
+// (checkPlacement made sure enough are free).
+func (s *State) freeDevices(node structs.NodeID, want map[string]int64) map[string][]int {
+	if len(want) == 0 {
+		return nil
+	}
+	held := map[string]map[int]bool{}
+	for _, t := range s.Tasks {
+		if t.Node != node || !t.State.HoldsResources() {
+			continue
+		}
+		for d, idx := range t.Devices {
+			if held[d] == nil {
+				held[d] = map[int]bool{}
+			}
+			for _, i := range idx {
+				held[d][i] = true
+			}
+		}
+	}
+	var capa map[string]int64
+	if n := s.Nodes[node]; n != nil {
+		capa = n.Capacity.Devices
+	}
+	out := map[string][]int{}
+	for d, n := range want {
+		for i := 0; len(out[d]) < int(n) && int64(i) < capa[d]; i++ {
+			if !held[d][i] {
+				out[d] = append(out[d], i)
+			}
+		}
+	}
+	return out
 }

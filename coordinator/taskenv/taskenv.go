@@ -5,7 +5,9 @@
 package taskenv
 
 import (
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,13 +15,16 @@ import (
 )
 
 // Env is the environment atom reads its allocation from; addr lists every
-// coordinator server (comma-separated).
+// coordinator server (comma-separated). A task holding edge devices gets
+// them in ATOM_DEVICES, TYPE:INDEX comma-separated
+// ("jetson-xavier:0,jetson-xavier:1"), as ATOM_ACCELERATORS lists its
+// accelerators.
 func Env(t *structs.Task, j *structs.Job, addr, token string) map[string]string {
 	var accels []string
 	for _, i := range t.Accels.Indices() {
 		accels = append(accels, strconv.Itoa(i))
 	}
-	return map[string]string{
+	env := map[string]string{
 		"ATOM_COORDINATOR":  addr,
 		"ATOM_JOB_ID":       string(j.ID),
 		"ATOM_JOB_KIND":     string(j.Kind),
@@ -34,6 +39,22 @@ func Env(t *structs.Task, j *structs.Job, addr, token string) map[string]string 
 		"ATOM_CPU_MILLI":    strconv.FormatInt(t.Resources.MilliCPU, 10),
 		"ATOM_MEMORY_BYTES": strconv.FormatInt(t.Resources.Memory, 10),
 	}
+	if d := Devices(t); d != "" {
+		env["ATOM_DEVICES"] = d
+	}
+	return env
+}
+
+// Devices is task t's ATOM_DEVICES: TYPE:INDEX of each edge device it
+// holds, by type then index, comma-separated ("" for none).
+func Devices(t *structs.Task) string {
+	var out []string
+	for _, d := range slices.Sorted(maps.Keys(t.Devices)) {
+		for _, i := range t.Devices[d] {
+			out = append(out, d+":"+strconv.Itoa(i))
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // JobSpec is what ATOM_JOB_SPEC carries: the job as accepted, without its

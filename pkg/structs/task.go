@@ -64,6 +64,10 @@ type Task struct {
 	// replicas given the CPU and memory bound to their accelerators.
 	Resources Resources `json:"resources"`
 	Accels    AccelMask `json:"accels,omitempty"`
+	// Devices are the node's edge devices the task holds, by type: their
+	// indices, 0 to the node's count of that type less one (as Accels
+	// are its accelerators').
+	Devices map[string][]int `json:"devices,omitempty"`
 
 	// StopReason says why a Stopping task is being stopped.
 	StopReason StopReason `json:"stopReason,omitempty"`
