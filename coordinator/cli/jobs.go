@@ -26,7 +26,10 @@ func jobCommand() *cli.Command {
 				UsageText: "coordinator job submit -f FILE [--wait] [--request-id ID]",
 				Description: "Submits the job in FILE (see README.md, \"Jobs\"). A retry with the same --request-id\n" +
 					"returns the job the first try created; without one, a random ID is used for this\n" +
-					"command's own retries. --wait follows the job until it runs or ends.",
+					"command's own retries. --wait follows the job until it runs or ends.\n" +
+					"A job's name is unique among your (or its project's) jobs that have not ended: another\n" +
+					"job of that name is refused, naming the one that holds it; once that one ends the name\n" +
+					"is free again. Each job's ID (its name and a random suffix) is never reused.",
 				Flags: []cli.Flag{
 					fileFlag("the job spec"),
 					&cli.BoolFlag{Name: "wait", Usage: "wait until the job is Running or has ended, printing its state changes"},

@@ -53,7 +53,12 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 	}
 	if id, ok := s.live[nameOf(j)]; ok {
 		o := s.Jobs[id]
-		return nil, fmt.Errorf("job %s %w (%s, %s): cancel it or choose another name", j.Name, ErrExists, o.ID, o.State)
+		whose := "user " + string(o.Owner) + "'s"
+		if o.Project != "" {
+			whose = "project " + string(o.Project) + "'s"
+		}
+		return nil, fmt.Errorf("job name %s is taken by %s active job %s (%s): a name is unique among a user's (or a project's) jobs that have not ended; cancel it, wait for it to end, or choose another name: %w",
+			j.Name, whose, o.ID, o.State, ErrExists)
 	}
 	a, err := s.admit(j)
 	if err != nil {
