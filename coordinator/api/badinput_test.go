@@ -52,7 +52,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		"submit: over quota":        {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {accelerators: {type: A100, count: 1}}}`, 409, "quota exceeded for user:u1: gpu/A100 quota 8, in use 8, requested 1", nil},
 		"submit: unknown GPU type":  {"u1", "POST", "/v1/jobs", `{kind: command, name: a, priority: low, resources: {accelerators: {type: H800, count: 1}}}`, 422, `unknown accelerator type "H800"`, nil},
 		"submit: not a member":      {"u2", "POST", "/v1/jobs", `{kind: command, name: a, project: perception, resources: {cpu: "1"}}`, 403, "not a member of project perception", nil},
-		"submit: name in use":       {"u1", "POST", "/v1/jobs", `{kind: service, name: web, project: perception, resources: {cpu: "1"}}`, 409, "web already exists", nil},
+		"submit: name in use":       {"u1", "POST", "/v1/jobs", `{kind: service, name: web, project: perception, resources: {cpu: "1"}}`, 409, "job name web is taken by project perception's active job web-1 (Scheduled)", nil},
 		"submit: high without pool": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, project: vision, priority: high, resources: {cpu: "1"}}`, 403, "project vision does not exist", nil},
 
 		// A job its tasks could not be given: Linux refuses one
