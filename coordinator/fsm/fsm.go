@@ -5,6 +5,7 @@ package fsm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -34,14 +35,22 @@ type Response struct {
 // New returns an FSM over an empty state.
 func New() *FSM { return &FSM{st: state.New()} }
 
-// Apply decodes and applies one log entry. An undecodable entry means a
-// corrupt log or a newer server's command: it panics, as continuing would
-// let servers diverge.
+// Apply decodes and applies one log entry. An entry of a type this server
+// does not know, marked ignorable (state.MsgIgnorable), is skipped: a
+// newer server wrote it during a rolling upgrade. Any other undecodable
+// entry means a corrupt log or a newer server's command: it panics, as
+// continuing would let servers diverge.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
 	c, err := state.Decode(l.Data)
+	if errors.Is(err, state.ErrUnknownIgnorable) {
+		f.mu.Lock()
+		f.st.Skip(l.Index)
+		f.mu.Unlock()
+		return Response{}
+	}
 	if err != nil {
 		panic(fmt.Sprintf("fsm: log index %d: %v", l.Index, err))
 	}

@@ -7,8 +7,22 @@ import (
 )
 
 // MsgType identifies a command in the Raft log. Values are append-only:
-// never renumber or reuse one.
+// never renumber or reuse one. A type with MsgIgnorable set may be skipped
+// by servers that do not know it (coordinator/README.md says which
+// commands may carry it); any other unknown type stops a server.
 type MsgType uint8
+
+// MsgIgnorable is the high bit of a command type: a server that does not
+// know the type skips the entry instead of stopping (as Nomad's and
+// Consul's IgnoreUnknownTypeFlag). Only a command whose effect servers of
+// an older version may lack without deciding anything differently may
+// carry it: state they do not read, kept for people (as a record for
+// display) or rebuilt from other state.
+const MsgIgnorable MsgType = 0x80
+
+// ErrUnknownIgnorable: Decode met a command type it does not know, with
+// MsgIgnorable set: the entry is to be skipped.
+var ErrUnknownIgnorable = errors.New("unknown ignorable command type")
 
 const (
 	MsgNodeUpsert    MsgType = 1
@@ -88,13 +102,18 @@ func Encode(c Command) ([]byte, error) {
 }
 
 // Decode parses what Encode wrote. An unknown type or a bad body means a
-// corrupt log or a newer server's command.
+// corrupt log or a newer server's command; an unknown type with
+// MsgIgnorable set is a newer server's command this one may skip
+// (ErrUnknownIgnorable).
 func Decode(b []byte) (Command, error) {
 	if len(b) == 0 {
 		return nil, errors.New("decode command: empty entry")
 	}
 	f, ok := decoders[MsgType(b[0])]
 	if !ok {
+		if MsgType(b[0])&MsgIgnorable != 0 {
+			return nil, fmt.Errorf("decode command: type %d: %w", b[0], ErrUnknownIgnorable)
+		}
 		return nil, fmt.Errorf("decode command: unknown type %d", b[0])
 	}
 	c := f()
@@ -102,6 +121,14 @@ func Decode(b []byte) (Command, error) {
 		return nil, fmt.Errorf("decode command %d: %w", b[0], err)
 	}
 	return c, nil
+}
+
+// Skip records that the entry at index was skipped: a newer server's
+// ignorable command (ErrUnknownIgnorable).
+func (s *State) Skip(index uint64) {
+	if index > s.Index {
+		s.Index = index
+	}
 }
 
 // Apply applies c at log index. It returns the command's result or its
