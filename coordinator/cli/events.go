@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strconv"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -53,53 +51,42 @@ func jobEvents(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return show(c, l, func(w io.Writer) {
-		if l.Dropped > 0 {
-			fmt.Fprintf(w, "(%d earlier events dropped: a job keeps its newest 100)\n", l.Dropped)
-		}
-		if len(l.Events) == 0 {
-			fmt.Fprintln(w, "no events")
-			return
-		}
-		tw := tab(w)
-		row(tw, "TIME", "EVENT", "ATTEMPT", "MESSAGE")
-		for _, e := range l.Events {
-			row(tw, when(e.Time), e.Type, e.Attempt, e.Message)
-		}
-		tw.Flush()
-	})
+	return show(c, l, func(w io.Writer) { printEvents(w, l) })
 }
 
 func listEvents(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	q := client.EventQuery{Limit: c.Int("limit")}
-	if s := c.String("since"); s != "" {
-		if n, err := strconv.ParseUint(s, 10, 64); err == nil {
-			q.SinceSeq = n
-		} else if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			q.SinceTime = t
-		} else {
-			return usagef("--since %q is not allowed: use an event number or an RFC 3339 time such as 2026-12-03T13:30:00Z", s)
-		}
-	}
-	l, err := newClient(c).Events(c.Context, q)
+	l, err := newClient(c).Events(c.Context, client.EventQuery{Since: c.String("since"), Limit: c.Int("limit")})
 	if err != nil {
 		return err
 	}
 	return show(c, l, func(w io.Writer) { printEvents(w, l) })
 }
 
+// printEvents prints a job's events (with their attempt) or the
+// cluster's (with their job).
 func printEvents(w io.Writer, l *wire.EventList) {
+	if l.Dropped > 0 {
+		fmt.Fprintf(w, "(%d earlier events dropped: a job keeps its newest 100)\n", l.Dropped)
+	}
 	if len(l.Events) == 0 {
 		fmt.Fprintln(w, "no events")
 		return
 	}
 	tw := tab(w)
-	row(tw, "TIME", "JOB", "EVENT", "MESSAGE")
+	if l.Job != "" {
+		row(tw, "TIME", "EVENT", "ATTEMPT", "MESSAGE")
+	} else {
+		row(tw, "TIME", "JOB", "EVENT", "MESSAGE")
+	}
 	for _, e := range l.Events {
-		row(tw, when(e.Time), e.Job, e.Type, e.Message)
+		if l.Job != "" {
+			row(tw, when(e.Time), e.Type, e.Attempt, e.Message)
+		} else {
+			row(tw, when(e.Time), e.Job, e.Type, e.Message)
+		}
 	}
 	tw.Flush()
 	if l.Truncated {

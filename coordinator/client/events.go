@@ -13,16 +13,21 @@ import (
 
 // EventQuery narrows JobEvents and Events: events after event number
 // SinceSeq, at or after SinceTime, at most Limit of them (the newest;
-// 0: the server's default, 100). Zero fields narrow nothing.
+// 0: the server's default, 100). Zero fields narrow nothing. Since, if
+// set, is either, as written (an event number or an RFC 3339 time): the
+// server checks it.
 type EventQuery struct {
 	SinceSeq  uint64
 	SinceTime time.Time
+	Since     string
 	Limit     int
 }
 
 func (q EventQuery) values() url.Values {
 	v := url.Values{}
 	switch {
+	case q.Since != "":
+		v.Set("since", q.Since)
 	case q.SinceSeq > 0:
 		v.Set("since", strconv.FormatUint(q.SinceSeq, 10))
 	case !q.SinceTime.IsZero():
