@@ -230,7 +230,7 @@ func (c *ServiceScale) apply(s *State) (any, error) {
 		case parked:
 			// Unparked: pending again as at submit (placed once
 			// minAvailable fit; pendingTimeout counts from now).
-			j.State, j.Reason, j.PendingSince = structs.JobPending, "", c.Now
+			j.State, j.Reason, j.PendingSince, j.StartedAt = structs.JobPending, "", c.Now, time.Time{}
 		}
 		if j.Priority == structs.PriorityNormal && !j.PoolOnly {
 			j.Charged, j.ChargedScope = want, ""
