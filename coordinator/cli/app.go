@@ -47,7 +47,7 @@ const (
 // exiting (ExitErrHandler is a no-op): the caller prints them and picks
 // the exit status (ExitCode).
 func App() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "coordinator",
 		Usage: "atom's control plane: run a coordinator, or manage jobs, quotas, pools, nodes and clusters on one",
 		Flags: []cli.Flag{
@@ -78,6 +78,22 @@ func App() *cli.App {
 		HideVersion:          true,
 		ExitErrHandler:       func(*cli.Context, error) {},
 	}
+	usageErrors(app.Commands)
+	return app
+}
+
+// usageErrors makes a flag a command cannot parse a usage error (exit
+// status 2, one line naming the flag) in cmds and their subcommands,
+// instead of urfave's whole help text and exit status 1.
+func usageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+				return usagef("%v (see %s --help)", err, c.Command.HelpName)
+			}
+		}
+		usageErrors(c.Subcommands)
+	}
 }
 
 // ExitCode is the exit status for an error Run returned: an ExitCoder's
@@ -90,8 +106,8 @@ func ExitCode(err error) int {
 		return 0
 	case errors.As(err, &ec):
 		return ec.ExitCode()
-	case errors.As(err, &ue):
-		return 2
+	case errors.As(err, &ue), strings.HasPrefix(err.Error(), "Required flag"):
+		return 2 // urfave's missing required flags are usage errors too
 	}
 	return 1
 }
