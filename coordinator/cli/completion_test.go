@@ -45,4 +45,20 @@ func TestCompletion(t *testing.T) {
 	}
 	assert.Subset(t, complete("job", "--generate-bash-completion"), []string{"submit", "list", "status", "why", "events", "wait", "cancel", "logs"})
 	assert.Subset(t, complete("job", "wait", "--t", "--generate-bash-completion"), []string{"--timeout"})
+	// A bare "-" (what the bash script sends for "--", which would end
+	// the flags) lists the flags, even of a command with required ones.
+	assert.Subset(t, complete("job", "submit", "-", "--generate-bash-completion"), []string{"--file"})
+
+	// The bash script needs no bash-completion package, completes
+	// bin/coordinator too, and asks with "-" for a word starting "--".
+	if _, err := exec.LookPath("bash"); err == nil {
+		script := must(t, e, "u1", "completion", "bash")
+		b, err := exec.Command("bash", "-c", script+`
+coordinator() { [ "$3 $4" = "- --generate-bash-completion" ] && echo --file --wait; }
+COMP_WORDS=(coordinator job submit --); COMP_CWORD=3; _coordinator_complete
+echo "${COMPREPLY[*]}"; complete -p bin/coordinator`).CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		assert.Equal(t, "--file --wait\n"+
+			"complete -o bashdefault -o default -F _coordinator_complete bin/coordinator\n", string(b))
+	}
 }
