@@ -203,6 +203,13 @@ func run(c *cli.Context) error {
 	for k, v := range ex.Env {
 		extra[k] = v
 	}
+	notice, noticeDone, err := noticeFile()
+	if err != nil {
+		cancel()
+		return fail(exitNoStart, err.Error())
+	}
+	defer noticeDone()
+	extra[noticeEnv] = notice
 	if a.Token != "" {
 		// The job gets the launch token, never the allocation token: it
 		// can reach its peers (atom rsh), not report for its task.
@@ -269,8 +276,19 @@ func run(c *cli.Context) error {
 
 	// 6. Heartbeat while the child runs.
 	stopped, hbDone, termSent := "", rep == nil, false
+	var notices <-chan report.Notice
+	if rep != nil {
+		notices = rep.Notices()
+	}
 	for waiting := true; waiting; {
 		select {
+		case n := <-notices:
+			// Preempted: the job may checkpoint until n.Until, when
+			// SIGTERM and the grace follow.
+			if err := deliverNotice(notice, n, child); err != nil {
+				log.Warn("preemption notice", "err", err)
+			}
+			fmt.Fprintf(os.Stderr, "atom: preempted: the job is told (%s) and stopped at %s\n", notice, n.Until.UTC().Format(time.RFC3339))
 		case s := <-sigs:
 			termSent = termSent || s == syscall.SIGTERM
 			if err := child.Signal(s); err != nil {

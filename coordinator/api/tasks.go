@@ -124,6 +124,12 @@ func (s *server) heartbeat(_ http.ResponseWriter, r *http.Request, _ caller) (in
 	s.store.Read(func(st *state.State) {
 		if t := st.Tasks[id]; t != nil {
 			out.State, out.StopReason = t.State, t.StopReason
+			if !t.NoticeUntil.IsZero() && t.State == structs.TaskStopping {
+				out.NoticeUntil = t.NoticeUntil
+				if j := st.Jobs[t.Job]; j != nil && j.PreemptNotice != nil {
+					out.NoticeSignal = j.PreemptNotice.Signal
+				}
+			}
 		}
 	})
 	return http.StatusOK, out, nil

@@ -410,7 +410,9 @@ func (s *Server) driveBackend(ls *leaderState) {
 				}
 			case structs.TaskStopping:
 				seen[k] = true
-				if !ls.stopped[k] {
+				// A preempted task's notice runs first: its atom sends
+				// SIGTERM when it ends, the backend only after.
+				if !ls.stopped[k] && !s.now().Before(t.NoticeUntil) {
 					stops = append(stops, k)
 				}
 			}

@@ -121,10 +121,17 @@ func (s *State) stopVictim(p sched.Preemption, now time.Time) {
 	}
 	var nodes []string
 	var lost int64
+	var freed structs.Resources
+	var notice time.Duration
 	for _, t := range s.TasksOf(p.Victim) {
 		if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {
-			s.putTask(t.ID, func(t *structs.Task) { t.State, t.StopReason = structs.TaskStopping, structs.StopPreempted })
+			until := s.noticeUntil(v, t, now)
+			s.putTask(t.ID, func(t *structs.Task) {
+				t.State, t.StopReason, t.NoticeUntil = structs.TaskStopping, structs.StopPreempted, until
+			})
 			lost += gpuSeconds(t, now)
+			notice = max(notice, until.Sub(now))
+			freed = addResources(freed, t.Resources)
 			if !slices.Contains(nodes, string(t.Node)) {
 				nodes = append(nodes, string(t.Node))
 			}
@@ -136,14 +143,19 @@ func (s *State) stopVictim(p sched.Preemption, now time.Time) {
 	if len(nodes) > 0 {
 		on = " on " + strings.Join(nodes, ", ")
 	}
-	msg := fmt.Sprintf("preempted by %s: stopping its tasks%s", p.Preemptor, on)
+	work := ""
 	if lost > 0 {
-		msg += fmt.Sprintf(" (%d GPU-seconds run in this attempt)", lost)
+		work = fmt.Sprintf(", %d GPU-seconds of its work lost unless it checkpointed", lost)
 	}
-	s.record(structs.Event{Time: now, Job: p.Victim, Type: structs.EventPreempted, Related: p.Preemptor, GPUSeconds: lost, Message: msg})
+	after := ""
+	if notice > 0 {
+		after = fmt.Sprintf(" after a %s notice", notice)
+	}
+	msg := fmt.Sprintf("preempted by %s: stopping its tasks%s%s, freeing %s%s", p.Preemptor, on, after, freed, work)
+	s.record(structs.Event{Time: now, Job: p.Victim, Type: structs.EventPreempted, Related: p.Preemptor, GPUSeconds: lost, Freed: &freed, Message: msg})
 	if s.Jobs[p.Preemptor] != nil {
-		s.record(structs.Event{Time: now, Job: p.Preemptor, Type: structs.EventPreempting, Related: p.Victim,
-			Message: fmt.Sprintf("preempting low-priority job %s%s to make room", p.Victim, on)})
+		s.record(structs.Event{Time: now, Job: p.Preemptor, Type: structs.EventPreempting, Related: p.Victim, GPUSeconds: lost, Freed: &freed,
+			Message: fmt.Sprintf("preempting low-priority job %s%s to make room: freeing %s%s", p.Victim, on, freed, work)})
 	}
 }
 
@@ -215,4 +227,42 @@ func (s *State) dropExecutorReservation(id structs.JobID, pod string) {
 	s.Reservations = slices.DeleteFunc(slices.Clone(s.Reservations), func(r sched.Reservation) bool {
 		return r.Kind == sched.ReserveExecutor && r.Job == id && r.Executor == pod
 	})
+}
+
+// noticeUntil is when the preemption notice of victim v's task t ends,
+// stopped at now: zero when the job asks for none.
+func (s *State) noticeUntil(v *structs.Job, t *structs.Task, now time.Time) time.Time {
+	d := v.PreemptNotice.Notice(s.Pools[t.Pool].MaxNotice())
+	if d <= 0 {
+		return time.Time{}
+	}
+	return now.Add(d)
+}
+
+// maxNotice is the longest notice job j's own pool allows: its project's
+// pool, else the public pool's.
+func (s *State) maxNotice(j *structs.Job) time.Duration {
+	for _, p := range s.Pools {
+		if j.Project != "" && p.Project == j.Project {
+			return p.MaxNotice()
+		}
+	}
+	return structs.DefaultMaxPreemptNotice
+}
+
+// addResources is a + b (accelerators of b's type if a has none).
+func addResources(a, b structs.Resources) structs.Resources {
+	a.MilliCPU += b.MilliCPU
+	a.Memory += b.Memory
+	a.Accels += b.Accels
+	if a.AccelType == "" {
+		a.AccelType = b.AccelType
+	}
+	for k, n := range b.Devices {
+		if a.Devices == nil {
+			a.Devices = map[string]int64{}
+		}
+		a.Devices[k] += n
+	}
+	return a
 }

@@ -60,6 +60,11 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 		return nil, fmt.Errorf("job name %s is taken by %s active job %s (%s): a name is unique among a user's (or a project's) jobs that have not ended; cancel it, wait for it to end, or choose another name: %w",
 			j.Name, whose, o.ID, o.State, ErrExists)
 	}
+	if n := j.PreemptNotice; n != nil {
+		if max := s.maxNotice(j); time.Duration(n.Seconds)*time.Second > max {
+			return nil, invalidf("preemptNotice.seconds %d is not allowed: its pool allows notices of at most %s (%d seconds)", n.Seconds, max, int64(max/time.Second))
+		}
+	}
 	a, err := s.admit(j)
 	if err != nil {
 		return nil, err

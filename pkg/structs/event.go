@@ -51,8 +51,11 @@ type Event struct {
 	// Related is the other job of a preemption: the preemptor of a
 	// Preempted event, the victim of a Preempting one.
 	Related JobID `json:"related,omitempty"`
-	// GPUSeconds, on a Preempted event, is the accelerator time the
+	// GPUSeconds, on Preempted and Preempting events, is the accelerator time the
 	// victim's stopped tasks had run in this attempt (work lost unless
 	// the job checkpointed): accelerators × seconds since each started.
 	GPUSeconds int64 `json:"gpuSeconds,omitempty"`
+	// Freed, on Preempted and Preempting events, is what the victim's
+	// stopped tasks held, summed over them.
+	Freed *Resources `json:"freed,omitempty"`
 }

@@ -129,6 +129,7 @@ type Job struct {
 	PendingTimeout Duration            `json:"pendingTimeout,omitempty"` // 0 = DefaultPendingTimeout
 	RestartPolicy  RestartPolicy       `json:"restartPolicy,omitempty"`
 	MaxPreemptions int                 `json:"maxPreemptions,omitempty"` // 0 = DefaultMaxPreemptions
+	PreemptNotice  *PreemptNotice      `json:"preemptNotice,omitempty"`
 	Datasets       []string            `json:"datasets,omitempty"`
 	MPI            *MPIOptions         `json:"mpi,omitempty"` // kind mpi: ranks per replica, mpirun args
 

@@ -8,6 +8,9 @@ type Pool struct {
 	Project  ProjectID `json:"project,omitempty"` // empty for the public pool
 	Members  []UserID  `json:"members,omitempty"`
 	LendIdle bool      `json:"lendIdle,omitempty"` // low jobs may borrow idle nodes
+	// MaxPreemptNotice bounds its jobs' preemption notices; 0:
+	// DefaultMaxPreemptNotice.
+	MaxPreemptNotice Duration `json:"maxPreemptNotice,omitempty"`
 }
 
 // IsPublic reports whether p is the public pool.

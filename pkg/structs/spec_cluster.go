@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -58,6 +59,9 @@ type PoolSpec struct {
 	Project  ProjectID `json:"project,omitempty"`
 	Members  []UserID  `json:"members,omitempty"`
 	LendIdle bool      `json:"lendIdle,omitempty"`
+	// MaxPreemptNotice is the longest preemption notice its jobs get
+	// (a duration from 1s to 1h; default 5m).
+	MaxPreemptNotice string `json:"maxPreemptNotice,omitempty"`
 }
 
 // ClusterSpec is a cluster: backend local (default) or kubernetes, and the
@@ -342,6 +346,8 @@ func (s *PoolSpec) convert(p string) (*Pool, error) {
 			return nil, &FieldError{Field: at(p, "members"), Msg: "are not allowed: the public pool is open to everyone under quota"}
 		case s.LendIdle:
 			return nil, bad(at(p, "lendIdle"), true, "the public pool already takes low jobs")
+		case s.MaxPreemptNotice != "":
+			return nil, bad(at(p, "maxPreemptNotice"), s.MaxPreemptNotice, "the public pool's is fixed (%s): set it on project pools", DefaultMaxPreemptNotice)
 		}
 		return &Pool{Name: PublicPool}, nil
 	}
@@ -359,7 +365,15 @@ func (s *PoolSpec) convert(p string) (*Pool, error) {
 		}
 		seen[m] = true
 	}
-	return &Pool{Name: s.Name, Project: s.Project, Members: append([]UserID(nil), s.Members...), LendIdle: s.LendIdle}, nil
+	var notice Duration
+	if s.MaxPreemptNotice != "" {
+		d, err := time.ParseDuration(s.MaxPreemptNotice)
+		if err != nil || d < time.Second || d > MaxPreemptNoticeSeconds*time.Second {
+			return nil, bad(at(p, "maxPreemptNotice"), s.MaxPreemptNotice, "use a duration from 1s to 1h, such as 90s or 10m (leave it out for %s)", DefaultMaxPreemptNotice)
+		}
+		notice = Duration(d)
+	}
+	return &Pool{Name: s.Name, Project: s.Project, Members: append([]UserID(nil), s.Members...), LendIdle: s.LendIdle, MaxPreemptNotice: notice}, nil
 }
 
 func (s *ClusterSpec) convert(p string) (*Cluster, error) {

@@ -69,6 +69,7 @@ type JobSpec struct {
 	PendingTimeout string         `json:"pendingTimeout,omitempty"` // default 30m
 	RestartPolicy  RestartPolicy  `json:"restartPolicy,omitempty"`  // default Always for services, else Never
 	MaxPreemptions *int64         `json:"maxPreemptions,omitempty"` // 1..MaxMaxPreemptions; default DefaultMaxPreemptions
+	PreemptNotice  *PreemptNotice `json:"preemptNotice,omitempty"`  // warn the job before SIGTERM when preempted
 
 	Volumes []Volume     `json:"volumes,omitempty"`
 	Cache   *CacheSpec   `json:"cache,omitempty"`
@@ -575,7 +576,9 @@ func (s *JobSpec) lifecycle(j *Job) error {
 		}
 		j.MaxPreemptions = int(*s.MaxPreemptions)
 	}
-	return nil
+	n, err := s.PreemptNotice.convert()
+	j.PreemptNotice = n
+	return err
 }
 
 var datasetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]{0,252}$`)

@@ -71,6 +71,10 @@ type Task struct {
 
 	// StopReason says why a Stopping task is being stopped.
 	StopReason StopReason `json:"stopReason,omitempty"`
+	// NoticeUntil, on a task Stopping for a job with a preemptNotice, is
+	// when its notice ends: atom warns the job and sends SIGTERM then;
+	// the backend stops it only after.
+	NoticeUntil time.Time `json:"noticeUntil,omitzero"`
 
 	// Endpoint is where the task's atom serves launch requests (atom rsh),
 	// host:port, as its heartbeats last reported it.

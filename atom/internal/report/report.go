@@ -50,6 +50,8 @@ type Reporter struct {
 	every   time.Duration
 	log     *slog.Logger
 	kick    chan struct{} // capacity 1: beat now (a new endpoint)
+	notices chan Notice   // capacity 1: the preemption notice, sent once
+	noticed bool
 
 	// StopAfterDisconnect, when above 0, stops the job once no server has
 	// answered a heartbeat (any HTTP answer counts, a 503 included) for
@@ -67,7 +69,7 @@ type Reporter struct {
 // several separated by commas: every server of the cluster), heartbeating
 // every period. It retries on its own schedule, so its clients do not.
 func New(addrs string, task structs.TaskID, token string, every time.Duration, log *slog.Logger) *Reporter {
-	r := &Reporter{task: task, token: token, every: every, log: log, kick: make(chan struct{}, 1)}
+	r := &Reporter{task: task, token: token, every: every, log: log, kick: make(chan struct{}, 1), notices: make(chan Notice, 1)}
 	for _, a := range strings.Split(addrs, ",") {
 		if a = strings.TrimSpace(a); a == "" {
 			continue
@@ -149,6 +151,15 @@ func (r *Reporter) Run(ctx context.Context) error {
 			wait = min(client.DefaultBackoff(fails), r.every)
 			r.log.Warn("heartbeat failed; the job carries on", "task", r.task, "failures", fails, "coordinator", r.client.Addr(), "err", err)
 			r.next()
+		case resp.State == structs.TaskStopping && time.Now().Before(resp.NoticeUntil):
+			// Preempted with a notice: the job is told now, and keeps its
+			// heartbeats until the notice ends.
+			fails, refused = 0, 0
+			if !r.noticed {
+				r.noticed = true
+				r.notices <- Notice{Until: resp.NoticeUntil, Signal: resp.NoticeSignal}
+			}
+			wait = min(wait, time.Until(resp.NoticeUntil))
 		case resp.State == structs.TaskStopping:
 			return &StopError{Reason: "task is stopping: " + string(resp.StopReason)}
 		default:
@@ -165,6 +176,18 @@ func (r *Reporter) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Notice is the coordinator's preemption notice: the task will be
+// stopped (SIGTERM) at Until; Signal, if set, is the signal the job asked
+// to be warned with.
+type Notice struct {
+	Until  time.Time
+	Signal string
+}
+
+// Notices delivers the preemption notice, once, while Run runs; Run
+// returns the StopError when the notice ends.
+func (r *Reporter) Notices() <-chan Notice { return r.notices }
 
 // MaxRefusals is how many heartbeats in a row the coordinator may refuse
 // the task's token (401/403) before atom stops the job.

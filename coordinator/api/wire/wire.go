@@ -9,6 +9,8 @@
 package wire
 
 import (
+	"time"
+
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -125,6 +127,11 @@ type HeartbeatResponse struct {
 	Task       structs.TaskID     `json:"task"`
 	State      structs.TaskState  `json:"state"`
 	StopReason structs.StopReason `json:"stopReason,omitempty"`
+	// NoticeUntil, on a task Stopping because it was preempted, for a job
+	// with a preemptNotice, is when the notice ends: atom writes it to the
+	// notice file, sends NoticeSignal (if any), and SIGTERM then.
+	NoticeUntil  time.Time `json:"noticeUntil,omitzero"`
+	NoticeSignal string    `json:"noticeSignal,omitempty"`
 }
 
 // PeerList answers GET /v1/tasks/{id}/peers: the tasks of the job's
