@@ -120,13 +120,13 @@ func TestEventsPreemption(t *testing.T) {
 		"+0 Placed low-1-0-a0: replica 0 placed on n1: cpu=96 memory=768Gi gpu/A=8 (accelerators 0,1,2,3,4,5,6,7)",
 		"+10 Started low-1-0-a0: replica 0 started on n1",
 		"+10 Running: running: 1 replica(s) started",
-		"+110 Preempted: preempted by norm-1: stopping its tasks on n1 (800 GPU-seconds run in this attempt)",
+		"+110 Preempted: preempted by norm-1: stopping its tasks on n1, freeing cpu=96 memory=768Gi gpu/A=8, 800 GPU-seconds of its work lost unless it checkpointed",
 		"+120 Stopped low-1-0-a0: replica 0 stopped (Preempted) with exit code 143",
 		"+120 Requeued: pending again as attempt 1: Preempted",
 	}, l.events("low-1"))
 	assert.Equal(t, []string{
 		"+100 Submitted: submitted by u1: normal priority, 1 replica(s) of gpu/A=8",
-		"+110 Preempting: preempting low-priority job low-1 on n1 to make room",
+		"+110 Preempting: preempting low-priority job low-1 on n1 to make room: freeing cpu=96 memory=768Gi gpu/A=8, 800 GPU-seconds of its work lost unless it checkpointed",
 	}, l.events("norm-1"))
 	pre := l.s.Events["low-1"].Events[4]
 	assert.Equal(t, structs.JobID("norm-1"), pre.Related)
