@@ -248,7 +248,31 @@ func (s *State) admit(j *structs.Job) (sched.Admission, error) {
 	if err := s.cacheExists(j); err != nil {
 		return sched.Admission{}, err
 	}
+	if err := s.volumesMountable(j); err != nil {
+		return sched.Admission{}, err
+	}
 	return s.admitter.Admit(j, s.Quotas, s.Usage)
+}
+
+// volumesMountable refuses a job with volumes or scratch space when the
+// coordinator has no kubernetes cluster: local clusters mount neither,
+// so the job would run without them and lose what it writes there.
+func (s *State) volumesMountable(j *structs.Job) error {
+	if len(j.Volumes) == 0 && j.Scratch == nil {
+		return nil
+	}
+	for _, c := range s.Clusters {
+		if c.Backend == "kubernetes" {
+			return nil
+		}
+	}
+	field := "volumes"
+	if len(j.Volumes) == 0 {
+		field = "scratch"
+	}
+	return invalidf("%s: this coordinator has no kubernetes cluster, and local clusters mount no volumes or scratch space: "+
+		"the job would run without them; leave %s out, or run it where a kubernetes cluster is "+
+		"(coordinator/README.md, Persistent volumes)", field, field)
 }
 
 // cacheExists refuses a job that mounts the dataset cache (cache:) when
