@@ -58,6 +58,9 @@ func listEvents(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
+	if c.IsSet("limit") && c.Int("limit") < 1 {
+		return usagef("--limit %d is not allowed: use a whole number from 1 to 1000 (default 100)", c.Int("limit"))
+	}
 	l, err := newClient(c).Events(c.Context, client.EventQuery{Since: c.String("since"), Limit: c.Int("limit")})
 	if err != nil {
 		return err

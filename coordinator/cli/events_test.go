@@ -47,6 +47,11 @@ func TestEventsCommands(t *testing.T) {
 	assert.Equal(t, "no events\n", must(t, e, "admin", "events", "--since", "5"))
 	_, err = run(t, e, "admin", "events", "--since", "yesterday")
 	assert.ErrorContains(t, err, `since "yesterday" is not allowed: use an event number (seq, e.g. an earlier answer's latest) or an RFC 3339 time`)
+	for _, n := range []string{"0", "-1"} {
+		_, err = run(t, e, "admin", "events", "--limit", n)
+		assert.EqualError(t, err, "--limit "+n+" is not allowed: use a whole number from 1 to 1000 (default 100)")
+		assert.Equal(t, 2, ExitCode(err))
+	}
 }
 
 // Ages and durations read as kubectl's; start and end times of the job
