@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/test/demo"
+	"github.com/atom-sched/atom/test/testbin"
 )
 
 var binDir string
@@ -24,20 +22,7 @@ var binDir string
 // TestMain builds what make demo builds, side by side in a temporary
 // directory.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "atom-demo-bin-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = dir
-	for out, pkg := range map[string]string{"coordinator": "coordinator", "atom": "atom", "atom-demo-web": "test/demo/web"} {
-		b, err := exec.Command("go", "build", "-o", filepath.Join(dir, out), "github.com/atom-sched/atom/"+pkg).CombinedOutput()
-		if err != nil {
-			panic(fmt.Sprintf("build %s: %v\n%s", pkg, err, b))
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, &binDir, map[string]string{"atom-demo-web": "test/demo/web"})
 }
 
 // syncBuffer is the narration, written by Run and read by the test.

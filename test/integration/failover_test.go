@@ -20,26 +20,14 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/test/testbin"
 )
 
 var binDir string
 
 // TestMain builds coordinator and atom side by side, as a user would.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "atom-it-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = dir
-	for _, p := range []string{"coordinator", "atom"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, p), "github.com/atom-sched/atom/"+p).CombinedOutput()
-		if err != nil {
-			panic(fmt.Sprintf("build %s: %v\n%s", p, err, out))
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, &binDir, nil)
 }
 
 const token = "it-admin-token-0123456789"

@@ -31,6 +31,7 @@ import (
 	"github.com/atom-sched/atom/pkg/cache/cachetest"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/test/spark/lidar"
+	"github.com/atom-sched/atom/test/testbin"
 )
 
 // sparkVersion is the pyspark `make deps-spark` pins (SPARK_VERSION): its
@@ -64,20 +65,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "test/spark: java -version: %v %s: Spark %s needs Java 17 or later: run make deps-spark\n", err, out, sparkVersion)
 		os.Exit(1)
 	}
-	dir, err := os.MkdirTemp("", "atom-spark-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = dir
-	for _, p := range []string{"coordinator", "atom"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, p), "github.com/atom-sched/atom/"+p).CombinedOutput()
-		if err != nil {
-			panic(fmt.Sprintf("build %s: %v\n%s", p, err, out))
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, &binDir, nil)
 }
 
 const token = "spark-test-token-0123456789"

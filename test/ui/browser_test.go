@@ -21,25 +21,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/test/testbin"
 )
 
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "atom-ui-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = dir
-	for _, p := range []string{"coordinator", "atom"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, p), "github.com/atom-sched/atom/"+p).CombinedOutput()
-		if err != nil {
-			panic(fmt.Sprintf("build %s: %v\n%s", p, err, out))
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, &binDir, nil)
 }
 
 const (
