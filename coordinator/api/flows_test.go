@@ -161,6 +161,10 @@ func TestHeartbeatAndPeers(t *testing.T) {
 	// Cancel: the heartbeat answer tells atom to stop.
 	status, _ = do(t, e, e.Tokens["u1"], "POST", "/v1/jobs/web-1/cancel", "")
 	require.Equal(t, http.StatusOK, status)
+	status, body = do(t, e, e.Tokens["u1"], "POST", "/v1/jobs/web-1/cancel", "")
+	assert.Equal(t, http.StatusConflict, status)
+	assert.Equal(t, "job web-1 is already cancelled and its tasks are stopping (each gets its stop grace, then SIGKILL): there is nothing more to cancel",
+		errMsg(t, body), "cancelled twice while its tasks stop")
 	status, body = hb(tok0, tasks[0].ID, `{"state": "Running"}`)
 	require.Equal(t, http.StatusOK, status, body)
 	assert.Equal(t, wire.HeartbeatResponse{Task: tasks[0].ID, State: structs.TaskStopping, StopReason: structs.StopCancelled}, decode[wire.HeartbeatResponse](t, body))

@@ -259,6 +259,12 @@ func (s *server) cancelJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 		return 0, nil, err
 	}
 	if js.Job.State.Ended() {
+		for _, t := range js.Tasks {
+			if t.State.HoldsResources() {
+				return 0, nil, errorf(http.StatusConflict, "job %s is already %s and its tasks are stopping (each gets its stop grace, then SIGKILL): there is nothing more to cancel",
+					id, strings.ToLower(string(js.Job.State)))
+			}
+		}
 		return 0, nil, errorf(http.StatusConflict, "job %s already ended (%s): there is nothing to cancel", id, js.Job.State)
 	}
 	if _, err := s.apply(r.Context(), &state.JobCancel{ID: id, Now: s.clock(), By: c.user}); err != nil {
