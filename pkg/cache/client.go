@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"os"
 	"path"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,6 +49,16 @@ type Options struct {
 type Client struct {
 	rdb  *redis.Client
 	opts Options
+	// refused is the client's latest network error that is no timeout
+	// (a refusal, a reset), with when it came: an operation that saw
+	// only timeouts (go-redis making it wait while it dials again) says
+	// that cause when it is recent.
+	refused atomic.Pointer[netError]
+}
+
+type netError struct {
+	err error
+	at  time.Time
 }
 
 // New returns a client for opts.Addr. It does not contact Redis.
@@ -143,11 +155,17 @@ func (c *Client) retry(ctx context.Context, op, p string, fn func(context.Contex
 		}
 		if !errors.Is(err, context.DeadlineExceeded) {
 			last = err
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				c.refused.Store(&netError{err, time.Now()})
+			}
 		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if r := c.refused.Load(); last == nil && r != nil && time.Since(r.at) < 2*c.opts.Timeout {
+				last = r.err
+			}
 			return &UnavailableError{Addr: c.opts.Addr, Doing: doing(op, p), For: min(c.opts.Timeout, time.Since(start).Round(100*time.Millisecond)), Cause: last}
 		case <-t.C:
 		}
