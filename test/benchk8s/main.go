@@ -38,6 +38,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/atom-sched/atom/test/loadavg"
 )
 
 var (
@@ -94,7 +96,7 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
 	defer cancel()
 	fmt.Printf("nodes=%d gpus_per_node=%d tasks=%d gang=%d workers=%d\n", *flagNodes, *flagGPUs, *flagTasks, *flagGang, *flagWorkers)
-	fmt.Printf("loadavg_before=%s\n", loadavg())
+	fmt.Printf("loadavg_before=%s\n", loadavg.String())
 	res := map[string]result{}
 	shape := defaultShape()
 	for _, side := range sides {
@@ -108,7 +110,7 @@ func run() error {
 		res[side] = r
 		r.print(side)
 	}
-	fmt.Printf("loadavg_after=%s\n", loadavg())
+	fmt.Printf("loadavg_after=%s\n", loadavg.String())
 	printRatios(res)
 	return nil
 }
@@ -218,17 +220,4 @@ func printRatios(res map[string]result) {
 	ratio("speedup_vs_kueue", "kueue", "atom", "> 1 (atom faster)", func(v float64) bool { return v > 1 })
 	ratio("gang_speedup_vs_kube", "gang-kube", "gang-atom", "", nil)
 	ratio("k8s_speedup_vs_kube_scheduler", "kube", "atom", "", nil)
-}
-
-// loadavg is the machine's 1-, 5- and 15-minute load averages.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], "/")
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -34,19 +33,6 @@ func fsyncLatencies(dir string, n int) ([]time.Duration, error) {
 		lat = append(lat, time.Since(t))
 	}
 	return lat, nil
-}
-
-// loadavg is the machine's 1-, 5- and 15-minute load averages.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], "/")
 }
 
 func met(ok bool) string {

@@ -45,6 +45,7 @@ import (
 	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/sched/schedtest"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/test/loadavg"
 )
 
 var (
@@ -83,7 +84,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Printf("loadavg_before=%s\n", loadavg())
+	fmt.Printf("loadavg_before=%s\n", loadavg.String())
 	if *flagCPUProfile != "" {
 		f, err := os.Create(*flagCPUProfile)
 		if err != nil {
@@ -134,7 +135,7 @@ func run() error {
 			return fmt.Errorf("failover: %w", err)
 		}
 	}
-	fmt.Printf("loadavg_after=%s\n", loadavg())
+	fmt.Printf("loadavg_after=%s\n", loadavg.String())
 	if !skip("throughput") {
 		fmt.Printf("%-40s # target >= 20,000: %s\n", fmt.Sprintf("commits_placements_per_sec=%.0f", perSec), met(perSec >= 20000))
 	}
