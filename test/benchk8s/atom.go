@@ -33,8 +33,8 @@ func teamQuota() (gpus, cpus, memGi int) {
 
 // runAtom is the atom side: a coordinator with the cluster as its
 // kubernetes backend places -tasks one-GPU tasks, as jobs of gang replicas
-// (gang 1: plain jobs). It returns the timing and the shape of atom's task
-// Pods, which the other sides copy.
+// (gang 1: plain jobs). It returns the timing and atom's task Pods, whose
+// shape the other sides copy.
 func runAtom(ctx context.Context, side string, gang int) (result, error) {
 	c, err := startCluster(ctx, side)
 	if err != nil {
@@ -95,11 +95,11 @@ func runAtom(ctx context.Context, side string, gang int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	pods, err := c.Admin.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+	pods, err := c.Admin.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) == 0 {
-		return result{}, fmt.Errorf("read a task Pod's shape: %v", err)
+		return result{}, fmt.Errorf("read the task Pods: %v", err)
 	}
-	r.shape = shapeOf(&pods.Items[0])
+	r.pods = pods.Items
 	return r, nil
 }
 

@@ -27,7 +27,7 @@ func shapeOf(p *corev1.Pod) *podShape {
 }
 
 // defaultShape is the Pod shape of the other sides when the atom side does
-// not run: what atom gives a one-GPU task on these nodes.
+// not run first: what atom gives a one-GPU task on these nodes.
 func defaultShape() *podShape {
 	r := corev1.ResourceList{
 		k8stest.GPUResource:   resource.MustParse("1"),
@@ -101,6 +101,26 @@ func runFloor(ctx context.Context, shape *podShape) (result, error) {
 		return parallel(*flagTasks, func(i int) error {
 			p := shape.pod(fmt.Sprintf("bench-%04d", i))
 			p.Spec.NodeName = nodeName(i % *flagNodes)
+			_, err := c.Admin.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
+			return err
+		})
+	})
+}
+
+// runFloorAtomPods is floor-atom-pods: the floor with the atom side's own
+// Pods (their labels, annotations, environment, volumes, bound to the same
+// nodes) instead of Pods of their shape: what atom's side would take if
+// the coordinator cost nothing.
+func runFloorAtomPods(ctx context.Context, pods []corev1.Pod) (result, error) {
+	c, err := startCluster(ctx, "floor-atom-pods")
+	if err != nil {
+		return result{}, err
+	}
+	defer c.Close()
+	return measure(ctx, c, "floor-atom-pods", func() error {
+		return parallel(len(pods), func(i int) error {
+			p := &corev1.Pod{Spec: *pods[i].Spec.DeepCopy()}
+			p.Name, p.Labels, p.Annotations = pods[i].Name, pods[i].Labels, pods[i].Annotations
 			_, err := c.Admin.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{})
 			return err
 		})

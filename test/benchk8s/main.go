@@ -39,6 +39,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/atom-sched/atom/test/loadavg"
 )
 
@@ -56,7 +58,7 @@ var (
 
 // allSides are the sides, in the order they run by default: the slow
 // default kube-scheduler last.
-var allSides = []string{"atom", "floor", "kube-tuned", "kueue", "gang-atom", "gang-kube", "kube"}
+var allSides = []string{"atom", "floor", "floor-atom-pods", "kube-tuned", "kueue", "gang-atom", "gang-kube", "kube"}
 
 const (
 	namespace = "bench"
@@ -97,15 +99,18 @@ func run() error {
 	defer cancel()
 	fmt.Printf("nodes=%d gpus_per_node=%d tasks=%d gang=%d workers=%d\n", *flagNodes, *flagGPUs, *flagTasks, *flagGang, *flagWorkers)
 	fmt.Printf("loadavg_before=%s\n", loadavg.String())
+	if i := slices.Index(sides, "floor-atom-pods"); i >= 0 && !slices.Contains(sides[:i], "atom") {
+		return fmt.Errorf("-sides: floor-atom-pods creates the atom side's Pods: run atom before it")
+	}
 	res := map[string]result{}
-	shape := defaultShape()
+	shape, atom := defaultShape(), result{}
 	for _, side := range sides {
-		r, err := runSide(ctx, side, shape)
+		r, err := runSide(ctx, side, shape, atom.pods)
 		if err != nil {
 			return fmt.Errorf("%s side: %w", side, err)
 		}
-		if r.shape != nil {
-			shape = r.shape
+		if side == "atom" {
+			shape, atom = shapeOf(&r.pods[0]), r
 		}
 		res[side] = r
 		r.print(side)
@@ -116,7 +121,7 @@ func run() error {
 }
 
 // runSide runs one side on a fresh cluster.
-func runSide(ctx context.Context, side string, shape *podShape) (result, error) {
+func runSide(ctx context.Context, side string, shape *podShape, atomPods []corev1.Pod) (result, error) {
 	switch side {
 	case "atom":
 		stop, err := profile()
@@ -129,6 +134,8 @@ func runSide(ctx context.Context, side string, shape *podShape) (result, error) 
 		return runAtom(ctx, side, *flagGang)
 	case "floor":
 		return runFloor(ctx, shape)
+	case "floor-atom-pods":
+		return runFloorAtomPods(ctx, atomPods)
 	case "kube":
 		return runKube(ctx, shape, nil)
 	case "kube-tuned":
@@ -170,27 +177,29 @@ type result struct {
 	// used until all were Running, in all and by process.
 	cpu   float64
 	cpuBy string
-	// shape is the shape of atom's task Pods, which the other sides copy.
-	shape *podShape
+	// pods are the atom side's task Pods: the other sides copy their
+	// shape, floor-atom-pods the Pods.
+	pods []corev1.Pod
 }
 
 // timeKey is the name of each side's headline figure: the time from the
 // first submission until every Pod ran.
 var timeKey = map[string]string{
-	"atom":       "atom_submit_to_running_s",
-	"floor":      "floor_s",
-	"kube":       "kube_scheduler_create_to_running_s",
-	"kube-tuned": "kube_tuned_s",
-	"kueue":      "kueue_s",
-	"gang-atom":  "gang_atom_s",
-	"gang-kube":  "gang_kube_s",
+	"atom":            "atom_submit_to_running_s",
+	"floor":           "floor_s",
+	"floor-atom-pods": "floor_atom_pods_s",
+	"kube":            "kube_scheduler_create_to_running_s",
+	"kube-tuned":      "kube_tuned_s",
+	"kueue":           "kueue_s",
+	"gang-atom":       "gang_atom_s",
+	"gang-kube":       "gang_kube_s",
 }
 
 func (r result) print(side string) {
 	p := strings.ReplaceAll(side, "-", "_")
 	fmt.Printf("%s_submitted_s=%.2f %s_pods_created_s=%.2f %s_pods_bound_s=%.2f\n", p, r.submitted.Seconds(), p, r.created.Seconds(), p, r.bound.Seconds())
 	fmt.Printf("%s_api_writes=%d %s_api_writes_by_resource=%s\n", p, r.writes, p, r.writesBy)
-	fmt.Printf("%s_cpu_s=%.2f %s_cpu_s_by_process=%s\n", p, r.cpu, p, r.cpuBy)
+	fmt.Printf("%s_cpu_s=%.2f %s_cores=%.2f %s_cpu_s_by_process=%s\n", p, r.cpu, p, r.cpu/r.running.Seconds(), p, r.cpuBy)
 	fmt.Printf("%s=%.2f\n", timeKey[side], r.running.Seconds())
 }
 
@@ -216,6 +225,7 @@ func printRatios(res map[string]result) {
 	atMost := func(x float64) func(float64) bool { return func(v float64) bool { return v <= x } }
 	atLeast := func(x float64) func(float64) bool { return func(v float64) bool { return v >= x } }
 	ratio("atom_vs_floor", "atom", "floor", "<= 1.3", atMost(1.3))
+	ratio("atom_vs_floor_atom_pods", "atom", "floor-atom-pods", "", nil)
 	ratio("speedup_vs_kube_tuned", "kube-tuned", "atom", ">= 1.5", atLeast(1.5))
 	ratio("speedup_vs_kueue", "kueue", "atom", "> 1 (atom faster)", func(v float64) bool { return v > 1 })
 	ratio("gang_speedup_vs_kube", "gang-kube", "gang-atom", "", nil)
