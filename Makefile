@@ -30,8 +30,9 @@ gpu-check: deps deps-cache
 bench-sched: deps
 	GOMAXPROCS=1 $(GO) run ./test/benchsched
 
-# Raft-committed placements, submit->commit latency and leader failover:
-# three coordinator servers on loopback.
+# Raft-committed placements, submit->commit latency against the disk's own
+# fdatasync latency, and leader failover: three coordinator servers on
+# loopback; key=value lines, each target with whether it was met.
 bench-raft: deps
 	$(GO) run ./test/benchraft
 
