@@ -290,6 +290,12 @@ func run(c *cli.Context) error {
 			}
 			fmt.Fprintf(os.Stderr, "atom: preempted: the job is told (%s) and stopped at %s\n", notice, n.Until.UTC().Format(time.RFC3339))
 		case s := <-sigs:
+			if s == syscall.SIGTERM && stopped != "" {
+				// The coordinator's stop already sent the job its SIGTERM
+				// (the backend's comes after): one is enough.
+				termSent = true
+				continue
+			}
 			termSent = termSent || s == syscall.SIGTERM
 			if err := child.Signal(s); err != nil {
 				log.Warn("forward signal", "signal", s, "err", err)

@@ -105,7 +105,7 @@ func TestWritesNeedCSRF(t *testing.T) {
 	// The API's refusals show as they are.
 	status, body, _ := e.do(t, req{method: "POST", path: "/ui/jobs/web-1/cancel", user: "u1", form: url.Values{"csrf": {mine}}})
 	assert.Equal(t, http.StatusConflict, status)
-	assert.Contains(t, body, "already ended (Cancelled): there is nothing to cancel")
+	assert.Contains(t, body, "job web-1 is already cancelled and its tasks are stopping (each gets its stop grace, then SIGKILL): there is nothing more to cancel")
 	status, body, _ = e.do(t, req{method: "POST", path: "/ui/jobs/web-1/scale", user: "u1", form: url.Values{"csrf": {mine}, "replicas": {"two"}}})
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, body, "replicas &#34;two&#34; is not a number")
