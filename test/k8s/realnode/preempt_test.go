@@ -80,7 +80,7 @@ command: [sh, -c, 'echo "normal on GPUs $ATOM_ACCELERATORS"; sleep 1000']
 	assert.Equal(t, corev1.PodFailed, p.Status.Phase)
 	assert.Equal(t, "DeadlineExceeded", p.Status.Reason, "stopped in place by its kubelet")
 	assert.Nil(t, p.DeletionTimestamp)
-	out := e.CLI(t, "job", "logs", string(low))
+	out := e.CLI(t, "job", "logs", "--all", string(low)) // the preempted attempt's task too
 	t.Logf("low job logs:\n%s", out)
 	var idx []string
 	for _, i := range lowTask.Accels.Indices() {
