@@ -11,6 +11,7 @@
 //   - floor: the bench creates the 1,000 Pods itself, already bound
 //     (nodeName), of atom's image, priority class and resources: no
 //     scheduler at all, the least any scheduler can take here;
+//     floor-atom-pods: the same with the atom side's own Pods;
 //   - kube: kube-scheduler (the same k8s.io/kubernetes module, default
 //     settings) places 1,000 such Pods; kube-tuned: the same with its
 //     client's QPS and burst raised to atom's;
