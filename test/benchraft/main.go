@@ -9,9 +9,10 @@
 //     leader (the scheduling loop keeps running meanwhile);
 //     the disk's own latency is measured around it: as many 4 KiB writes,
 //     each fdatasynced, on the servers' filesystem, half before and half
-//     after, give fsync_p99_ms and commit_p99_vs_fsync (target <= 3: a
-//     commit is a leader append and a follower append in parallel, each
-//     fsynced by bolt twice);
+//     after, give fsync_p99_ms and commit_p99_vs_fsync (target <= 3), and
+//     as many 1 KiB appends to a raft-boltdb store there give
+//     bolt_append_p99_ms (a commit is the leader's append, then a
+//     follower's);
 //  3. failover: the servers run as child processes; the leader is killed
 //     with SIGKILL, and the time until a new leader has committed a
 //     placement for a job submitted after the kill is measured.
@@ -112,21 +113,33 @@ func run() error {
 		// servers' filesystem, half just before the latency run and half
 		// just after, as many as it submits.
 		n := int(float64(*flagRate) * flagDuration.Seconds())
-		before, err := fsyncLatencies(dir, n/2)
-		if err != nil {
-			return fmt.Errorf("fsync probe: %w", err)
+		var fsyncs, bolts [2][]time.Duration
+		probe := func(half, count int) error {
+			var err error
+			if fsyncs[half], err = fsyncLatencies(dir, count); err != nil {
+				return fmt.Errorf("fsync probe: %w", err)
+			}
+			if bolts[half], err = boltAppends(dir, count); err != nil {
+				return fmt.Errorf("bolt probe: %w", err)
+			}
+			return nil
+		}
+		if err := probe(0, n/2); err != nil {
+			return err
 		}
 		if p99, err = latency(dir + "/latency"); err != nil {
 			return fmt.Errorf("latency: %w", err)
 		}
-		after, err := fsyncLatencies(dir, n-n/2)
-		if err != nil {
-			return fmt.Errorf("fsync probe: %w", err)
+		if err := probe(1, n-n/2); err != nil {
+			return err
 		}
-		all := append(before, after...)
+		all := slices.Concat(fsyncs[:]...)
 		fsyncP99 = ms(pct(all, 99))
 		fmt.Printf("fsync_writes=%d fsync_p50_ms=%.2f fsync_p90_ms=%.2f fsync_max_ms=%.2f fsync_p99_before_ms=%.2f fsync_p99_after_ms=%.2f\n",
-			len(all), ms(pct(all, 50)), ms(pct(all, 90)), ms(pct(all, 100)), ms(pct(before, 99)), ms(pct(after, 99)))
+			len(all), ms(pct(all, 50)), ms(pct(all, 90)), ms(pct(all, 100)), ms(pct(fsyncs[0], 99)), ms(pct(fsyncs[1], 99)))
+		b := slices.Concat(bolts[:]...)
+		fmt.Printf("bolt_appends=%d bolt_append_p50_ms=%.2f bolt_append_p90_ms=%.2f bolt_append_p99_ms=%.2f commit_p99_vs_bolt_append=%.2f\n",
+			len(b), ms(pct(b, 50)), ms(pct(b, 90)), ms(pct(b, 99)), p99/ms(pct(b, 99)))
 	}
 	_ = os.RemoveAll(dir + "/latency")
 	syscall.Sync()
