@@ -29,7 +29,7 @@ echo "start $ATOM_ATTEMPT $n" >> DIR/log
 trap 'echo $n > $ckpt.tmp && mv $ckpt.tmp $ckpt; echo "notice $n $(cat "$ATOM_PREEMPT_NOTICE_FILE")" >> DIR/log' USR1
 trap 'echo "term $(date +%s)" >> DIR/log; exit 143' TERM
 while :; do
-  n=$((n+1)); sleep 0.1 & wait $!
+  n=$((n+1)); echo $n > DIR/step; sleep 0.1 & wait $!
   if [ $start -gt 0 ] && [ $n -ge $((start+5)) ]; then echo "done $n" >> DIR/log; exit 0; fi
 done`
 
@@ -64,7 +64,11 @@ func TestPreemptNoticeThenResume(t *testing.T) {
 	}, 20*time.Second, 20*time.Millisecond) {
 		t.Fatalf("the job did not start: %s", jobNow(c, low))
 	}
-	time.Sleep(300 * time.Millisecond) // a few steps to checkpoint
+	require.Eventually(t, func() bool { // a few steps to checkpoint
+		b, _ := os.ReadFile(filepath.Join(dir, "step"))
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n >= 3
+	}, 20*time.Second, 20*time.Millisecond, "the job counts its steps")
 	preemptedAt := time.Now()
 	normal := submitSpec(t, c, map[string]any{"kind": "command", "name": "urgent", "resources": v100,
 		"command": []string{"true"}})

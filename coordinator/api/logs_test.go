@@ -203,7 +203,9 @@ func TestLogsCurrentAttempt(t *testing.T) {
 	tf, err := api.ParseTokens([]byte("users: [{name: admin, token: " + logsToken + ", admin: true}]\n"))
 	require.NoError(t, err)
 	srv := httptest.NewServer(api.New(store, api.Config{Tokens: tf, Clock: func() time.Time { return apitest.T0 },
-		Logs: func(id structs.TaskID, _ bool) (io.ReadCloser, error) { return stream([]byte("out of " + string(id) + "\n")), nil }}))
+		Logs: func(id structs.TaskID, _ bool) (io.ReadCloser, error) {
+			return stream([]byte("out of " + string(id) + "\n")), nil
+		}}))
 	t.Cleanup(srv.Close)
 
 	assert.Equal(t, ""+
