@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/client"
 )
 
 // trustCoordinatorCA makes every HTTP request of this process trust the

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // scopeParam checks the {scope} path value: user:<name> or project:<name>.

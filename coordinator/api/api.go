@@ -1,7 +1,7 @@
 // Package api is the coordinator's HTTP/JSON API (DESIGN §5): jobs,
 // services, quotas, pools, nodes and clusters for people and their tools,
 // and heartbeats and peer lookups for atom. Bodies are the types of
-// coordinator/api/wire; errors are {"error": "..."} with a status that says
+// pkg/wire; errors are {"error": "..."} with a status that says
 // what to do:
 //
 //	400 bad input (the message names the field and what is allowed)
@@ -69,7 +69,7 @@ type Store interface {
 	Apply(ctx context.Context, c state.Command) (any, error)
 	Read(fn func(*state.State))
 	Why(id structs.JobID) *sched.Why
-	Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error
+	Heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error
 }
 
 // Lagging is implemented by a Store whose state may lag the cluster's (a

@@ -14,8 +14,8 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // readBody reads r's body, refusing bodies over limit bytes, empty bodies

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/keyring"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // Configs and secrets (/v1/configs, /v1/secrets): objects owned by a user,

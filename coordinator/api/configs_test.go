@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/atom-sched/atom/coordinator/api/apitest"
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/keyring"
 	"github.com/atom-sched/atom/coordinator/keyring/keyringtest"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // configBody is a create or update body with data.

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/fsm"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // authKind says who may call an endpoint.

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/coordinator/api/apitest"
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // billionLaughs is the classic entity-expansion bomb in YAML: nine levels

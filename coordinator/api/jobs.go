@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // submitJob: POST /v1/jobs. The body is a job spec; the owner is the

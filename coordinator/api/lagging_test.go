@@ -12,7 +12,6 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/api/apitest"
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -36,7 +35,7 @@ func (f *follower) CatchUp(context.Context) error {
 	return nil
 }
 
-func (f *follower) Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error {
+func (f *follower) Heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error {
 	err := f.leader.Heartbeat(id, token, ev)
 	if errors.Is(err, apitest.ErrBadToken) {
 		return &api.StatusError{Status: http.StatusUnauthorized, Msg: "the leader refused the token: " + err.Error()}

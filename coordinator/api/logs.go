@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // LogSource opens the output (stdout and stderr) a task has written so

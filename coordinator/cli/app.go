@@ -6,7 +6,7 @@
 //	coordinator [--addr URL] [--token T] [--tls-ca FILE] [-o table|json|yaml] COMMAND
 //
 // People get tables (text/tabwriter); scripts get -o json or -o yaml,
-// which print the API's JSON bodies (coordinator/api/wire). -o may also
+// which print the API's JSON bodies (pkg/wire). -o may also
 // follow the command: coordinator job list -o json.
 package cli
 
@@ -23,7 +23,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 

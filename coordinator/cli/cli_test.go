@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/atom-sched/atom/coordinator/api/apitest"
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // The tests run one app at a time, not in parallel: urfave/cli/v2's help
@@ -171,7 +171,7 @@ func TestJobCommands(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, stopped, out)
-	e.Store.Must(t, &state.TaskUpdate{Events: []state.TaskEvent{{Task: stopped, State: structs.TaskFailed, ExitCode: 143, Time: apitest.T0}}})
+	e.Store.Must(t, &state.TaskUpdate{Events: []structs.TaskEvent{{Task: stopped, State: structs.TaskFailed, ExitCode: 143, Time: apitest.T0}}})
 	out = must(t, e, "m1", "job", "status", "web-00001")
 	assert.Contains(t, out, "  Stopped: ScaledDown (exit 143)  ")
 	assert.NotContains(t, out, "Failed")
@@ -182,7 +182,7 @@ func TestJobCommands(t *testing.T) {
 			live = tk.ID
 		}
 	}
-	e.Store.Must(t, &state.TaskUpdate{Events: []state.TaskEvent{{Task: live, State: structs.TaskFailed, ExitCode: 1, Message: "out of memory", Time: apitest.T0}}})
+	e.Store.Must(t, &state.TaskUpdate{Events: []structs.TaskEvent{{Task: live, State: structs.TaskFailed, ExitCode: 1, Message: "out of memory", Time: apitest.T0}}})
 	out = must(t, e, "m1", "job", "status", "web-00001")
 	assert.Contains(t, out, "replica 0 failed with exit code 1: out of memory; placing it again\n")
 	assert.Contains(t, out, "  Failed (exit 1): out of memory  ")

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/coordinator/api/apitest"
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // node list shows quarantined accelerators; node release returns them.
@@ -26,7 +26,7 @@ func TestNodeRelease(t *testing.T) {
 	})
 	require.NotNil(t, tk)
 	require.Equal(t, structs.NodeID("g2"), tk.Node)
-	e.Store.Must(t, &state.TaskUpdate{Events: []state.TaskEvent{{Task: tk.ID, State: structs.TaskFailed, ExitCode: 3,
+	e.Store.Must(t, &state.TaskUpdate{Events: []structs.TaskEvent{{Task: tk.ID, State: structs.TaskFailed, ExitCode: 3,
 		Reason: structs.ReasonPreflightFailed, Message: "gpu preflight failed: count: 1 GPUs visible, 2 allocated", Time: apitest.T0}}})
 
 	assert.Contains(t, must(t, e, "u1", "node", "list"), ""+

@@ -8,8 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 func volumeCommand() *cli.Command {

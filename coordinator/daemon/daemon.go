@@ -158,7 +158,7 @@ func Start(cfg Config) (*Daemon, error) {
 		peers[id] = u
 	}
 	fw := &forwarder{srv: srv, peers: peers, secret: cfg.Secret, client: client, logClient: logClient, mtls: tlsCfg != nil}
-	srv.SetForward(func(leaderID, _ string, id structs.TaskID, token string, ev state.TaskEvent) error {
+	srv.SetForward(func(leaderID, _ string, id structs.TaskID, token string, ev structs.TaskEvent) error {
 		u, ok := peers[leaderID]
 		if !ok {
 			return fmt.Errorf("no HTTP address for leader %s", leaderID)

@@ -51,7 +51,7 @@ type forwarder struct {
 
 func (f *forwarder) Read(fn func(*state.State)) { f.srv.Read(fn) }
 
-func (f *forwarder) Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error {
+func (f *forwarder) Heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error {
 	return f.srv.Heartbeat(id, token, ev)
 }
 

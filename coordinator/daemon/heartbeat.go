@@ -10,9 +10,8 @@ import (
 	"net/http"
 
 	"github.com/atom-sched/atom/coordinator/api"
-	"github.com/atom-sched/atom/coordinator/api/wire"
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // forwardHeartbeat sends a heartbeat that reached a follower to the
@@ -20,7 +19,7 @@ import (
 // leader's refusal (4xx: bad token, task ended) comes back as an
 // *api.StatusError, so the follower answers as the leader did; anything
 // else is an error the API answers 503 (retry).
-func forwardHeartbeat(client *http.Client, base string, id structs.TaskID, token string, ev state.TaskEvent) error {
+func forwardHeartbeat(client *http.Client, base string, id structs.TaskID, token string, ev structs.TaskEvent) error {
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return err

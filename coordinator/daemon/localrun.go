@@ -21,7 +21,7 @@ import (
 // Heartbeater is where the local backend reports its processes (the
 // server's Heartbeat).
 type Heartbeater interface {
-	Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error
+	Heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error
 }
 
 // LocalBackend runs tasks as local processes (coordinator/local) for the
@@ -111,7 +111,7 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 		}
 		cmd = append(run, cmd...)
 	} else if len(cmd) == 0 {
-		return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127,
+		return b.report(t.ID, structs.TaskEvent{State: structs.TaskFailed, ExitCode: 127,
 			Message: "the job has no command: give command (and args) in its spec (without atom, the local backend runs the command as is)"})
 	}
 	env := map[string]string{}
@@ -122,7 +122,7 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 			err = writeConfigs(filepath.Join(filepath.Dir(b.run.LogPath(string(t.ID))), "configs"), cfgs, env)
 		}
 		if err != nil {
-			return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127, Message: "configs: " + err.Error()})
+			return b.report(t.ID, structs.TaskEvent{State: structs.TaskFailed, ExitCode: 127, Message: "configs: " + err.Error()})
 		}
 	}
 	for k, v := range j.Env {
@@ -193,7 +193,7 @@ func (b *LocalBackend) token(id structs.TaskID) string {
 	return b.tokens[id]
 }
 
-func (b *LocalBackend) report(id structs.TaskID, ev state.TaskEvent) error {
+func (b *LocalBackend) report(id structs.TaskID, ev structs.TaskEvent) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
@@ -208,7 +208,7 @@ func (b *LocalBackend) pump() {
 	defer b.wg.Done()
 	for e := range b.run.Events() {
 		id := structs.TaskID(e.TaskID)
-		ev := state.TaskEvent{Time: e.Time}
+		ev := structs.TaskEvent{Time: e.Time}
 		switch e.Kind {
 		case local.EventKindStarted:
 			ev.State = structs.TaskRunning
@@ -252,7 +252,7 @@ func (b *LocalBackend) beat() {
 		case <-t.C:
 		}
 		for _, id := range b.run.Running() {
-			if err := b.report(structs.TaskID(id), state.TaskEvent{}); err != nil {
+			if err := b.report(structs.TaskID(id), structs.TaskEvent{}); err != nil {
 				b.log.Debug("heartbeat failed", "task", id, "err", err)
 			}
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/local"
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -20,10 +19,10 @@ import (
 // reports records what a LocalBackend reports, by task.
 type reports struct {
 	mu  sync.Mutex
-	evs map[structs.TaskID][]state.TaskEvent
+	evs map[structs.TaskID][]structs.TaskEvent
 }
 
-func (r *reports) Heartbeat(id structs.TaskID, _ string, ev state.TaskEvent) error {
+func (r *reports) Heartbeat(id structs.TaskID, _ string, ev structs.TaskEvent) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ev.State != "" {
@@ -33,7 +32,7 @@ func (r *reports) Heartbeat(id structs.TaskID, _ string, ev state.TaskEvent) err
 }
 
 // ended returns the task's final report, if it has one.
-func (r *reports) ended(id structs.TaskID) (state.TaskEvent, bool) {
+func (r *reports) ended(id structs.TaskID) (structs.TaskEvent, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, ev := range r.evs[id] {
@@ -41,7 +40,7 @@ func (r *reports) ended(id structs.TaskID) (state.TaskEvent, bool) {
 			return ev, true
 		}
 	}
-	return state.TaskEvent{}, false
+	return structs.TaskEvent{}, false
 }
 
 // newLocalBackend returns a LocalBackend over a fresh directory that runs
@@ -50,7 +49,7 @@ func newLocalBackend(t *testing.T, atom string) (*daemon.LocalBackend, *local.Ba
 	t.Helper()
 	run, err := local.New(local.Config{Dir: t.TempDir()})
 	require.NoError(t, err)
-	r := &reports{evs: map[structs.TaskID][]state.TaskEvent{}}
+	r := &reports{evs: map[structs.TaskID][]structs.TaskEvent{}}
 	lb := daemon.NewLocalBackend(run, r, "http://127.0.0.1:1", atom, time.Second, quiet())
 	t.Cleanup(lb.Close)
 	return lb, run, r
@@ -70,9 +69,9 @@ func localTask(j *structs.Job) *structs.Task {
 }
 
 // waitEnded waits for the task's final report.
-func waitEnded(t *testing.T, r *reports, id structs.TaskID) state.TaskEvent {
+func waitEnded(t *testing.T, r *reports, id structs.TaskID) structs.TaskEvent {
 	t.Helper()
-	var ev state.TaskEvent
+	var ev structs.TaskEvent
 	require.Eventually(t, func() bool {
 		var ok bool
 		ev, ok = r.ended(id)

@@ -52,7 +52,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -60,7 +59,7 @@ import (
 // Heartbeater is where the backend reports its Pods (the server's
 // Heartbeat); the same as the local backend's.
 type Heartbeater interface {
-	Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error
+	Heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error
 }
 
 // Config is one cluster's backend.
@@ -348,7 +347,7 @@ func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
 	b.mu.Unlock()
 	pod, err := b.Pod(t, j)
 	if err != nil {
-		return b.report(t.ID, state.TaskEvent{State: structs.TaskFailed, ExitCode: 127, Message: err.Error()})
+		return b.report(t.ID, structs.TaskEvent{State: structs.TaskFailed, ExitCode: 127, Message: err.Error()})
 	}
 	pod.Annotations[AnnotationAlloc] = allocHash(token)
 	if err := b.ensureConfigs(ctx, t, j); err != nil {

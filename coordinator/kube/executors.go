@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -242,7 +241,7 @@ func (b *Backend) bindExecutor(ctx context.Context, id structs.TaskID, pod strin
 	b.mu.Lock()
 	b.reported[id] = structs.TaskLost // its Pod's deletion is not news
 	b.mu.Unlock()
-	if rerr := b.report(id, state.TaskEvent{State: structs.TaskLost, Message: err.Error()}); rerr != nil {
+	if rerr := b.report(id, structs.TaskEvent{State: structs.TaskLost, Message: err.Error()}); rerr != nil {
 		b.mu.Lock()
 		delete(b.reported, id)
 		b.mu.Unlock()
@@ -336,7 +335,7 @@ func (b *Backend) beatExecutors() {
 		if id == "" || !live {
 			continue
 		}
-		if err := b.report(id, state.TaskEvent{}); err != nil {
+		if err := b.report(id, structs.TaskEvent{}); err != nil {
 			b.log.Debug("executor heartbeat failed", "task", id, "err", err)
 		}
 	}

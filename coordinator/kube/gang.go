@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -110,7 +109,7 @@ func (b *Backend) failStart(ctx context.Context, t *structs.Task, j *structs.Job
 	b.mu.Lock()
 	b.reported[t.ID] = structs.TaskLost // its Pod's deletion is not news
 	b.mu.Unlock()
-	if rerr := b.report(t.ID, state.TaskEvent{State: structs.TaskLost, Message: "its pod could not be started: " + err.Error()}); rerr != nil {
+	if rerr := b.report(t.ID, structs.TaskEvent{State: structs.TaskLost, Message: "its pod could not be started: " + err.Error()}); rerr != nil {
 		b.mu.Lock()
 		delete(b.reported, t.ID)
 		b.mu.Unlock()

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/atom-sched/atom/coordinator/server"
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -75,7 +74,7 @@ func (b *Backend) observe(o any, deleted bool) {
 // note reports ev (if ok) for task id, whose Pod p changed, once per
 // state, and deletes a Pod whose end is committed; a deleted Pod's
 // bookkeeping is dropped.
-func (b *Backend) note(id structs.TaskID, p *corev1.Pod, ev state.TaskEvent, ok, deleted bool) {
+func (b *Backend) note(id structs.TaskID, p *corev1.Pod, ev structs.TaskEvent, ok, deleted bool) {
 	if ok {
 		b.mu.Lock()
 		last := b.reported[id]
@@ -141,45 +140,45 @@ var lostReasons = map[string]bool{"Evicted": true, "Preempting": true, "NodeLost
 const deadlineExceeded = "DeadlineExceeded"
 
 // eventFor is the event Pod p of task id stands for, if any.
-func (b *Backend) eventFor(id structs.TaskID, p *corev1.Pod, deleted bool) (state.TaskEvent, bool) {
+func (b *Backend) eventFor(id structs.TaskID, p *corev1.Pod, deleted bool) (structs.TaskEvent, bool) {
 	code, terminated, why := exitOf(p)
 	b.mu.Lock()
 	stopped := b.stopped[id]
 	b.mu.Unlock()
 	switch {
 	case p.Status.Phase == corev1.PodSucceeded:
-		return state.TaskEvent{State: structs.TaskSucceeded, ExitCode: code}, true
+		return structs.TaskEvent{State: structs.TaskSucceeded, ExitCode: code}, true
 	case p.Status.Phase == corev1.PodFailed && stopped && p.Status.Reason == deadlineExceeded:
 		// Stopped in place (Stop): its container's exit, or none if it
 		// never started.
 		if !terminated {
 			code = 137
 		}
-		return state.TaskEvent{State: structs.TaskFailed, ExitCode: code, Message: "pod stopped by atom"}, true
+		return structs.TaskEvent{State: structs.TaskFailed, ExitCode: code, Message: "pod stopped by atom"}, true
 	case p.Status.Phase == corev1.PodFailed && (!terminated || lostReasons[p.Status.Reason]):
 		msg := fmt.Sprintf("pod %s/%s failed outside its task", p.Namespace, p.Name)
 		if r := podWhy(p); r != "" {
 			msg += ": " + r
 		}
-		return state.TaskEvent{State: structs.TaskLost, Message: msg}, true
+		return structs.TaskEvent{State: structs.TaskLost, Message: msg}, true
 	case p.Status.Phase == corev1.PodFailed:
-		return state.TaskEvent{State: structs.TaskFailed, ExitCode: code, Message: why}, true
+		return structs.TaskEvent{State: structs.TaskFailed, ExitCode: code, Message: why}, true
 	case deleted:
 		if stopped {
 			if !terminated {
 				code = 137
 			}
-			return state.TaskEvent{State: structs.TaskFailed, ExitCode: code, Message: "pod deleted by atom"}, true
+			return structs.TaskEvent{State: structs.TaskFailed, ExitCode: code, Message: "pod deleted by atom"}, true
 		}
-		return state.TaskEvent{State: structs.TaskLost, Message: fmt.Sprintf("pod %s/%s was deleted outside atom", p.Namespace, p.Name)}, true
+		return structs.TaskEvent{State: structs.TaskLost, Message: fmt.Sprintf("pod %s/%s was deleted outside atom", p.Namespace, p.Name)}, true
 	case p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil:
-		ev := state.TaskEvent{State: structs.TaskRunning}
+		ev := structs.TaskEvent{State: structs.TaskRunning}
 		if p.Status.PodIP != "" {
 			ev.Endpoint = net.JoinHostPort(p.Status.PodIP, strconv.Itoa(LaunchPort))
 		}
 		return ev, true
 	}
-	return state.TaskEvent{}, false
+	return structs.TaskEvent{}, false
 }
 
 // podWhy is the Pod's own reason and message.
@@ -241,7 +240,7 @@ func (b *Backend) token(id structs.TaskID) string {
 	return tok
 }
 
-func (b *Backend) report(id structs.TaskID, ev state.TaskEvent) error {
+func (b *Backend) report(id structs.TaskID, ev structs.TaskEvent) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
@@ -272,7 +271,7 @@ func (b *Backend) beat() {
 			if !b.current(id, p) {
 				continue
 			}
-			if err := b.report(id, state.TaskEvent{}); err != nil {
+			if err := b.report(id, structs.TaskEvent{}); err != nil {
 				b.log.Debug("heartbeat failed", "task", id, "err", err)
 			}
 		}

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -39,16 +38,16 @@ func (b *Backend) beatStarting() {
 			continue
 		}
 		if why := startBlocked(p); why != "" {
-			b.note(id, p, state.TaskEvent{State: structs.TaskLost,
+			b.note(id, p, structs.TaskEvent{State: structs.TaskLost,
 				Message: fmt.Sprintf("pod %s/%s cannot start: %s", p.Namespace, p.Name, why)}, true, false)
 			continue
 		}
 		if why, since := b.pullFailing(p); why != "" && b.cfg.Now().Sub(since) >= b.cfg.ImagePullGrace {
-			b.note(id, p, state.TaskEvent{State: structs.TaskLost,
+			b.note(id, p, structs.TaskEvent{State: structs.TaskLost,
 				Message: fmt.Sprintf("pod %s/%s has not pulled its image for %s: %s", p.Namespace, p.Name, b.cfg.ImagePullGrace, why)}, true, false)
 			continue
 		}
-		if err := b.report(id, state.TaskEvent{}); err != nil {
+		if err := b.report(id, structs.TaskEvent{}); err != nil {
 			b.log.Debug("heartbeat of a starting pod failed", "task", id, "err", err)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/atom-sched/atom/coordinator/server"
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -119,7 +118,7 @@ func (b *Backend) nodeLost(ctx context.Context, id structs.TaskID, p *corev1.Pod
 	b.mu.Unlock()
 	if !ended(last) {
 		msg := fmt.Sprintf("node %s has not been Ready for %s", p.Spec.NodeName, d.Round(time.Second))
-		err := b.report(id, state.TaskEvent{State: structs.TaskLost, Message: msg})
+		err := b.report(id, structs.TaskEvent{State: structs.TaskLost, Message: msg})
 		if errors.Is(err, server.ErrTaskEnded) {
 			b.log.Debug("task report after its end", "task", id, "pod", p.Name, "err", err)
 		} else if err != nil {

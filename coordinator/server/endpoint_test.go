@@ -34,7 +34,7 @@ func TestHeartbeatEndpoint(t *testing.T) {
 		ts, _ := tasksOf(l, "cmd-1")
 		return ts[0].Endpoint
 	}
-	running := func(ep string) state.TaskEvent { return state.TaskEvent{State: structs.TaskRunning, Endpoint: ep} }
+	running := func(ep string) structs.TaskEvent { return structs.TaskEvent{State: structs.TaskRunning, Endpoint: ep} }
 
 	before := index()
 	require.NoError(t, l.Heartbeat(id, tok, running("10.0.0.7:7070")))

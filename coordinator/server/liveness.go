@@ -35,7 +35,7 @@ var (
 // health flips, a new endpoint), batched into TaskUpdate commands;
 // Heartbeat returns once a change is committed. ev.Task is set to taskID
 // and a zero ev.Time to the leader's clock.
-func (s *Server) Heartbeat(taskID structs.TaskID, token string, ev state.TaskEvent) error {
+func (s *Server) Heartbeat(taskID structs.TaskID, token string, ev structs.TaskEvent) error {
 	s.mu.Lock()
 	l, fwd := s.live, s.forward
 	s.mu.Unlock()
@@ -80,7 +80,7 @@ type lastSeen struct {
 // taskEvents are one task's events in a batch and the heartbeats waiting
 // for them to commit.
 type taskEvents struct {
-	events  []state.TaskEvent
+	events  []structs.TaskEvent
 	waiters []chan error
 }
 
@@ -103,7 +103,7 @@ func newLiveness(s *Server, electedAt time.Time) *liveness {
 	return l
 }
 
-func (l *liveness) heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error {
+func (l *liveness) heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error {
 	switch ev.State {
 	case "", structs.TaskRunning, structs.TaskSucceeded, structs.TaskFailed, structs.TaskLost:
 	default:
@@ -168,7 +168,7 @@ func (l *liveness) heartbeat(id structs.TaskID, token string, ev state.TaskEvent
 
 // changes reports whether ev changes task t, given the events already in
 // flight or queued for it. Guarded by mu.
-func (l *liveness) changes(t *structs.Task, ev state.TaskEvent) bool {
+func (l *liveness) changes(t *structs.Task, ev structs.TaskEvent) bool {
 	st, healthy, endpoint, ended := t.State, t.Healthy, t.Endpoint, false
 	for _, b := range []*taskEvents{l.inflight[t.ID], l.queued[t.ID]} {
 		if b == nil {
@@ -239,7 +239,7 @@ func (l *liveness) flush(ctx context.Context) {
 		if len(batch) == 0 {
 			continue
 		}
-		var events []state.TaskEvent
+		var events []structs.TaskEvent
 		for _, id := range slices.Sorted(maps.Keys(batch)) {
 			events = append(events, batch[id].events...)
 		}
@@ -301,7 +301,7 @@ func (l *liveness) reapOnce() {
 				b = &taskEvents{}
 				l.queued[k.id] = b
 			}
-			b.events = append(b.events, state.TaskEvent{
+			b.events = append(b.events, structs.TaskEvent{
 				Task: k.id, State: structs.TaskLost, Time: now,
 				Message: fmt.Sprintf("no heartbeat for %s", now.Sub(last.at).Round(time.Millisecond)),
 			})

@@ -162,7 +162,7 @@ type Adopter interface {
 // ForwardFunc sends a heartbeat that reached a follower to the leader
 // (leaderID, at Raft address leaderAddr); the HTTP layer maps the ID to the
 // leader's HTTP address.
-type ForwardFunc func(leaderID, leaderAddr string, taskID structs.TaskID, token string, ev state.TaskEvent) error
+type ForwardFunc func(leaderID, leaderAddr string, taskID structs.TaskID, token string, ev structs.TaskEvent) error
 
 // Server is one coordinator server. Its methods are safe for concurrent use.
 type Server struct {

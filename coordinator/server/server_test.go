@@ -243,7 +243,7 @@ func TestHeartbeatGraceAfterFailover(t *testing.T) {
 	alive, toks := tasksOf(l, "alive-1")
 	silent, toks2 := tasksOf(l, "silent-1")
 	a, b := alive[0], silent[0]
-	running := state.TaskEvent{State: structs.TaskRunning}
+	running := structs.TaskEvent{State: structs.TaskRunning}
 	require.NoError(t, l.Heartbeat(a.ID, toks[a.ID], running))
 	require.NoError(t, l.Heartbeat(b.ID, toks2[b.ID], running))
 
@@ -293,7 +293,7 @@ func TestHeartbeatGraceAfterFailover(t *testing.T) {
 
 // forwardFrom makes s forward heartbeats to the leader in process.
 func (c *cluster) forwardFrom(s *server.Server) {
-	s.SetForward(func(leaderID, _ string, id structs.TaskID, token string, ev state.TaskEvent) error {
+	s.SetForward(func(leaderID, _ string, id structs.TaskID, token string, ev structs.TaskEvent) error {
 		for _, o := range c.live() {
 			if o.ID() == leaderID {
 				return o.Heartbeat(id, token, ev)
@@ -317,32 +317,32 @@ func TestHeartbeatEvents(t *testing.T) {
 	tasks, toks := tasksOf(l, "svc-1")
 	id, tok := tasks[0].ID, toks[tasks[0].ID]
 
-	assert.ErrorIs(t, l.Heartbeat(id, "wrong", state.TaskEvent{}), server.ErrBadToken)
-	assert.ErrorIs(t, l.Heartbeat("nope-0-a0", tok, state.TaskEvent{}), server.ErrBadToken)
-	assert.ErrorIs(t, l.Heartbeat(id, tok, state.TaskEvent{State: structs.TaskStopping}), state.ErrInvalid)
+	assert.ErrorIs(t, l.Heartbeat(id, "wrong", structs.TaskEvent{}), server.ErrBadToken)
+	assert.ErrorIs(t, l.Heartbeat("nope-0-a0", tok, structs.TaskEvent{}), server.ErrBadToken)
+	assert.ErrorIs(t, l.Heartbeat(id, tok, structs.TaskEvent{State: structs.TaskStopping}), state.ErrInvalid)
 
 	index := func() uint64 {
 		var i uint64
 		l.Read(func(s *state.State) { i = s.Index })
 		return i
 	}
-	require.NoError(t, l.Heartbeat(id, tok, state.TaskEvent{State: structs.TaskRunning}))
+	require.NoError(t, l.Heartbeat(id, tok, structs.TaskEvent{State: structs.TaskRunning}))
 	tasks, _ = tasksOf(l, "svc-1")
 	assert.Equal(t, structs.TaskRunning, tasks[0].State, "committed before Heartbeat returns")
 	assert.Equal(t, structs.JobRunning, jobOf(l, "svc-1").State)
 	before := index()
 	for range 20 {
-		require.NoError(t, l.Heartbeat(id, tok, state.TaskEvent{State: structs.TaskRunning}))
-		require.NoError(t, l.Heartbeat(id, tok, state.TaskEvent{}))
+		require.NoError(t, l.Heartbeat(id, tok, structs.TaskEvent{State: structs.TaskRunning}))
+		require.NoError(t, l.Heartbeat(id, tok, structs.TaskEvent{}))
 	}
 	assert.Equal(t, before, index(), "plain heartbeats commit nothing")
 	healthy := true
-	require.NoError(t, l.Heartbeat(id, tok, state.TaskEvent{State: structs.TaskRunning, Healthy: &healthy}))
+	require.NoError(t, l.Heartbeat(id, tok, structs.TaskEvent{State: structs.TaskRunning, Healthy: &healthy}))
 	tasks, _ = tasksOf(l, "svc-1")
 	assert.True(t, tasks[0].Healthy)
 	assert.Equal(t, before+1, index(), "a health flip is one commit")
 
-	require.NoError(t, l.Heartbeat(id, tok, state.TaskEvent{State: structs.TaskFailed, ExitCode: 3}))
+	require.NoError(t, l.Heartbeat(id, tok, structs.TaskEvent{State: structs.TaskFailed, ExitCode: 3}))
 	tasks, _ = tasksOf(l, "svc-1")
 	assert.Equal(t, structs.TaskFailed, tasks[0].State)
 	assert.Equal(t, 3, tasks[0].ExitCode)
@@ -361,10 +361,10 @@ func TestHeartbeatEvents(t *testing.T) {
 	for _, x := range ts {
 		if x.ID != id {
 			assert.NotEqual(t, tok, toks[x.ID])
-			assert.ErrorIs(t, l.Heartbeat(x.ID, tok, state.TaskEvent{}), server.ErrBadToken)
+			assert.ErrorIs(t, l.Heartbeat(x.ID, tok, structs.TaskEvent{}), server.ErrBadToken)
 		}
 	}
-	assert.ErrorIs(t, l.Heartbeat(id, tok, state.TaskEvent{}), server.ErrTaskEnded)
+	assert.ErrorIs(t, l.Heartbeat(id, tok, structs.TaskEvent{}), server.ErrTaskEnded)
 }
 
 // fakeBackend records what the leader asked of it.
@@ -436,8 +436,8 @@ func TestBackendWhyAndRetention(t *testing.T) {
 	require.Eventually(t, func() bool { _, _, _, ok := b.seen(id); return ok }, waitFor, tick, "never stopped")
 	_, _, grace, _ := b.seen(id)
 	assert.Equal(t, 7*time.Second, grace)
-	require.NoError(t, l.Heartbeat(id, tok, state.TaskEvent{State: structs.TaskFailed, ExitCode: 143}))
-	assert.ErrorIs(t, l.Heartbeat(id, tok, state.TaskEvent{}), server.ErrTaskEnded)
+	require.NoError(t, l.Heartbeat(id, tok, structs.TaskEvent{State: structs.TaskFailed, ExitCode: 143}))
+	assert.ErrorIs(t, l.Heartbeat(id, tok, structs.TaskEvent{}), server.ErrTaskEnded)
 	require.Eventually(t, func() bool { return jobOf(l, "big-1").State == structs.JobScheduled }, waitFor, tick,
 		"the freed node takes the waiting job")
 

@@ -469,7 +469,7 @@ func (s *State) rollout(id structs.JobID, now time.Time) {
 
 // rolloutAfter takes a step of the restarts of the services whose tasks
 // events touched.
-func (s *State) rolloutAfter(events []TaskEvent) {
+func (s *State) rolloutAfter(events []structs.TaskEvent) {
 	jobs := map[structs.JobID]time.Time{}
 	for _, e := range events {
 		if t := s.Tasks[e.Task]; t != nil {

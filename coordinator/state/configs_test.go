@@ -184,7 +184,7 @@ func TestServiceRestartRollsOneAtATime(t *testing.T) {
 				stop = tk.ID
 			}
 		}
-		l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: stop, State: structs.TaskSucceeded, Time: t0}}})
+		l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: stop, State: structs.TaskSucceeded, Time: t0}}})
 		s, _, _ := versions()
 		require.Zero(t, s, "the next waits until the replacement runs")
 		require.Len(t, l.recycle(t0).Placed, 1)
@@ -193,7 +193,7 @@ func TestServiceRestartRollsOneAtATime(t *testing.T) {
 		for _, tk := range l.s.TasksOf("s-1") {
 			if tk.State == structs.TaskScheduled {
 				assert.Equal(t, []structs.TaskConfig{{ConfigID: id, Version: 2}}, tk.Configs)
-				l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: tk.ID, State: structs.TaskRunning, Time: t0}}})
+				l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: tk.ID, State: structs.TaskRunning, Time: t0}}})
 			}
 		}
 	}
@@ -211,7 +211,7 @@ func TestServiceRestartRollsOneAtATime(t *testing.T) {
 			down = tk.ID
 		}
 	}
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: down, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: down, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
 	l.must(&state.ServiceRestart{ID: "s-1", Now: t0})
 	stopping, _, _ = versions()
 	require.Zero(t, stopping)
@@ -245,8 +245,8 @@ func TestServiceRestartPassesADownReplica(t *testing.T) {
 			down = tk.ID
 		}
 	}
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: down, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: down, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: down, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: down, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
 	l.must(putConfig("user:u1", "web", 2, structs.ConfigData{"k": []byte("2")}))
 	l.must(&state.ServiceRestart{ID: "s-1", Now: t0})
 	for step := range 2 {
@@ -258,7 +258,7 @@ func TestServiceRestartPassesADownReplica(t *testing.T) {
 			}
 		}
 		require.NotEmpty(t, stop, "step %d: a replica restarts although replica 2 is down", step)
-		l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: stop, State: structs.TaskSucceeded, Time: t0}}})
+		l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: stop, State: structs.TaskSucceeded, Time: t0}}})
 		l.recycle(t0)
 		l.report(t0, structs.TaskRunning, 0, "s-1")
 	}

@@ -97,7 +97,7 @@ func replicaName(t *structs.Task) string {
 // taskEnded records the end of task t (already stored with its end) as
 // reported by e: Stopped when the coordinator had asked it to stop
 // (stop), else Lost, Succeeded or Failed.
-func (s *State) taskEnded(t *structs.Task, e TaskEvent, stop structs.StopReason, stopping bool) {
+func (s *State) taskEnded(t *structs.Task, e structs.TaskEvent, stop structs.StopReason, stopping bool) {
 	code := e.ExitCode
 	var ev structs.Event
 	switch {

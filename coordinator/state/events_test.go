@@ -79,8 +79,8 @@ func TestEventsRestartAndCancel(t *testing.T) {
 	l.must(&state.JobSubmit{Job: j, Now: t0})
 	l.cycle(t0)
 	l.report(t0.Add(time.Second), structs.TaskRunning, 0, "g-1")
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: "g-1-1-a0", State: structs.TaskFailed, ExitCode: 2, Message: "boom", Time: t0.Add(5 * time.Second)}}})
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: "g-1-0-a0", State: structs.TaskFailed, ExitCode: 143, Time: t0.Add(6 * time.Second)}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: "g-1-1-a0", State: structs.TaskFailed, ExitCode: 2, Message: "boom", Time: t0.Add(5 * time.Second)}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: "g-1-0-a0", State: structs.TaskFailed, ExitCode: 143, Time: t0.Add(6 * time.Second)}}})
 	l.must(&state.JobCancel{ID: "g-1", Now: t0.Add(7 * time.Second), By: "u1"})
 	assert.Equal(t, []string{
 		"+0 Submitted: submitted by u1: low priority, 2 replica(s) of cpu=1 memory=1Gi",

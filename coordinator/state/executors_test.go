@@ -94,7 +94,7 @@ func TestSparkExecutors(t *testing.T) {
 
 	// An executor that ends is Spark's business: the job runs on, and
 	// Spark may ask for another in its place.
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{
 		{Task: "s-1-1-a0", State: structs.TaskRunning, Time: t0},
 		{Task: "s-1-2-a0", State: structs.TaskFailed, ExitCode: 1, Time: t0},
 	}})
@@ -105,7 +105,7 @@ func TestSparkExecutors(t *testing.T) {
 
 	// The driver ends: the job fails, its executors are stopped and its
 	// charge released; once they end nothing is held.
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: l.driverOf("s-1").ID, State: structs.TaskFailed, ExitCode: 137, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: l.driverOf("s-1").ID, State: structs.TaskFailed, ExitCode: 137, Time: t0}}})
 	assert.Equal(t, structs.JobFailed, l.s.Jobs["s-1"].State)
 	assert.Empty(t, l.s.Usage["user:u1"])
 	stopping := 0
@@ -137,12 +137,12 @@ func TestSparkExecutorsRestart(t *testing.T) {
 		_, err := l.executor("s-1", pod, t0)
 		require.NoError(t, err)
 	}
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: old.ID, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: old.ID, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
 	assert.Equal(t, structs.JobRunning, l.s.Jobs["s-1"].State, "restarting: waits for its executors to stop")
 	assert.Equal(t, 0, l.s.Jobs["s-1"].Attempt)
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: "s-1-1-a0", State: structs.TaskFailed, ExitCode: 143, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: "s-1-1-a0", State: structs.TaskFailed, ExitCode: 143, Time: t0}}})
 	assert.Equal(t, 0, l.s.Jobs["s-1"].Attempt)
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: "s-1-2-a0", State: structs.TaskFailed, ExitCode: 143, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: "s-1-2-a0", State: structs.TaskFailed, ExitCode: 143, Time: t0}}})
 	require.Equal(t, structs.JobPending, l.s.Jobs["s-1"].State)
 	assert.Equal(t, 1, l.s.Jobs["s-1"].Attempt)
 	_, err := l.do(&state.ExecutorAdd{Job: "s-1", Driver: old.ID, Pod: "c", Node: "c1", Pool: structs.PublicPool,

@@ -20,14 +20,14 @@ func TestGangReplicaEndsBeforeSiblingRuns(t *testing.T) {
 	l.cycle(t0)
 	ts := l.s.TasksOf("g-1")
 	require.Len(t, ts, 3)
-	ev := func(id structs.TaskID, s structs.TaskState) state.TaskEvent {
-		return state.TaskEvent{Task: id, State: s, Time: t0}
+	ev := func(id structs.TaskID, s structs.TaskState) structs.TaskEvent {
+		return structs.TaskEvent{Task: id, State: s, Time: t0}
 	}
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{ev(ts[0].ID, structs.TaskRunning), ev(ts[2].ID, structs.TaskRunning)}})
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{ev(ts[2].ID, structs.TaskSucceeded)}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{ev(ts[0].ID, structs.TaskRunning), ev(ts[2].ID, structs.TaskRunning)}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{ev(ts[2].ID, structs.TaskSucceeded)}})
 	assert.Equal(t, structs.JobScheduled, l.s.Jobs["g-1"].State)
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{ev(ts[1].ID, structs.TaskRunning)}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{ev(ts[1].ID, structs.TaskRunning)}})
 	assert.Equal(t, structs.JobRunning, l.s.Jobs["g-1"].State)
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{ev(ts[0].ID, structs.TaskSucceeded), ev(ts[1].ID, structs.TaskSucceeded)}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{ev(ts[0].ID, structs.TaskSucceeded), ev(ts[1].ID, structs.TaskSucceeded)}})
 	assert.Equal(t, structs.JobSucceeded, l.s.Jobs["g-1"].State)
 }

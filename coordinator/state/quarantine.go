@@ -29,7 +29,7 @@ const maxQuarantineReason = 256
 // returns false, with the message to record, when the event is an
 // ordinary failure instead: t held no accelerators, or its job already
 // used its MaxPreflightRequeues.
-func (s *State) preflightFailed(t *structs.Task, e TaskEvent, current bool) (bool, string) {
+func (s *State) preflightFailed(t *structs.Task, e structs.TaskEvent, current bool) (bool, string) {
 	j := s.Jobs[t.Job]
 	switch {
 	case t.Accels == 0:
@@ -64,7 +64,7 @@ func (s *State) preflightFailed(t *structs.Task, e TaskEvent, current bool) (boo
 
 // CheckReason checks a task event's Reason and Accelerators; the API
 // runs it on heartbeats too.
-func CheckReason(e TaskEvent) error {
+func CheckReason(e structs.TaskEvent) error {
 	switch {
 	case e.Reason == "" && len(e.Accelerators) == 0:
 		return nil
@@ -96,7 +96,7 @@ func trunc(s string) string { return cut(s, 64) }
 
 // quarantine records accelerators bad of t's node as quarantined since
 // e.Time; one already quarantined keeps its first record.
-func (s *State) quarantine(t *structs.Task, bad structs.AccelMask, e TaskEvent) {
+func (s *State) quarantine(t *structs.Task, bad structs.AccelMask, e structs.TaskEvent) {
 	old := s.Nodes[t.Node]
 	if old == nil {
 		return

@@ -21,7 +21,7 @@ const eccMsg = "gpu preflight failed: ecc: GPU 1 (GPU-b) has 2 uncorrectable ECC
 // could not tell which).
 func (l *logged) preflight(now time.Time, id structs.TaskID, msg string, accels ...int) {
 	l.t.Helper()
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: id, State: structs.TaskFailed, ExitCode: 3,
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: id, State: structs.TaskFailed, ExitCode: 3,
 		Message: msg, Reason: structs.ReasonPreflightFailed, Accelerators: accels, Time: now}}})
 }
 
@@ -216,19 +216,19 @@ func TestTaskEventReasonChecked(t *testing.T) {
 	l.cycle(t0)
 	id := l.live("a-1").ID
 	cases := map[string]struct {
-		ev  state.TaskEvent
+		ev  structs.TaskEvent
 		msg string
 	}{
-		"unknown reason":      {state.TaskEvent{State: structs.TaskFailed, Reason: "Cosmic"}, `reason "Cosmic" is not allowed: use PreflightFailed, StoppedOutside or leave it out`},
-		"reason with Running": {state.TaskEvent{State: structs.TaskRunning, Reason: structs.ReasonPreflightFailed}, "only allowed with state Failed"},
-		"accels, no reason":   {state.TaskEvent{State: structs.TaskFailed, Accelerators: []int{0}}, "only allowed with reason PreflightFailed"},
-		"index 64":            {state.TaskEvent{State: structs.TaskFailed, Reason: structs.ReasonPreflightFailed, Accelerators: []int{64}}, "accelerator 64 is not allowed: use indices 0 to 63"},
-		"negative index":      {state.TaskEvent{State: structs.TaskFailed, Reason: structs.ReasonPreflightFailed, Accelerators: []int{-1}}, "accelerator -1"},
+		"unknown reason":      {structs.TaskEvent{State: structs.TaskFailed, Reason: "Cosmic"}, `reason "Cosmic" is not allowed: use PreflightFailed, StoppedOutside or leave it out`},
+		"reason with Running": {structs.TaskEvent{State: structs.TaskRunning, Reason: structs.ReasonPreflightFailed}, "only allowed with state Failed"},
+		"accels, no reason":   {structs.TaskEvent{State: structs.TaskFailed, Accelerators: []int{0}}, "only allowed with reason PreflightFailed"},
+		"index 64":            {structs.TaskEvent{State: structs.TaskFailed, Reason: structs.ReasonPreflightFailed, Accelerators: []int{64}}, "accelerator 64 is not allowed: use indices 0 to 63"},
+		"negative index":      {structs.TaskEvent{State: structs.TaskFailed, Reason: structs.ReasonPreflightFailed, Accelerators: []int{-1}}, "accelerator -1"},
 	}
 	for name, c := range cases {
 		before := l.json()
 		c.ev.Task, c.ev.Time = id, t0
-		_, err := l.do(&state.TaskUpdate{Events: []state.TaskEvent{c.ev}})
+		_, err := l.do(&state.TaskUpdate{Events: []structs.TaskEvent{c.ev}})
 		require.ErrorIs(t, err, state.ErrInvalid, name)
 		assert.Contains(t, err.Error(), c.msg, name)
 		assert.JSONEq(t, before, l.json(), name)

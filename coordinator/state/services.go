@@ -17,7 +17,7 @@ const KeepEndedReplicas = 10
 // next cycle places it again, after the back-off when the replica
 // exited (a lost replica, whose node or atom went, is placed again at
 // once: that is not the service's fault).
-func (s *State) replicaExited(j *structs.Job, t *structs.Task, e TaskEvent) {
+func (s *State) replicaExited(j *structs.Job, t *structs.Task, e structs.TaskEvent) {
 	s.putJob(j.ID, func(j *structs.Job) {
 		j.ReplicaRestarts++
 		if e.State == structs.TaskLost {

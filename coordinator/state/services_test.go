@@ -18,7 +18,7 @@ import (
 func (l *logged) exit(now time.Time, st structs.TaskState, code int) structs.TaskID {
 	l.t.Helper()
 	tk := l.live("s-1")
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: tk.ID, State: st, ExitCode: code, Time: now}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: tk.ID, State: st, ExitCode: code, Time: now}}})
 	return tk.ID
 }
 
@@ -155,7 +155,7 @@ func TestServiceReasonClearsWhenTheReplicaIsBack(t *testing.T) {
 		}
 	}
 	now := t0.Add(time.Minute)
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: one.ID, State: structs.TaskLost, Message: "no heartbeat for 15s", Time: now}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: one.ID, State: structs.TaskLost, Message: "no heartbeat for 15s", Time: now}}})
 	s := l.s.Jobs["s-1"]
 	assert.Equal(t, structs.JobRunning, s.State)
 	assert.Equal(t, "replica 1 was lost: no heartbeat for 15s; placing it again", s.Reason)
@@ -164,7 +164,7 @@ func TestServiceReasonClearsWhenTheReplicaIsBack(t *testing.T) {
 
 	for _, tk := range l.s.TasksOf("s-1") {
 		if tk.Index == 1 && tk.State == structs.TaskScheduled {
-			l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: tk.ID, State: structs.TaskRunning, Time: now}}})
+			l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: tk.ID, State: structs.TaskRunning, Time: now}}})
 		}
 	}
 	s = l.s.Jobs["s-1"]

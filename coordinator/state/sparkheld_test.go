@@ -149,7 +149,7 @@ func TestSparkHeldRoomReleased(t *testing.T) {
 	}
 
 	l = start(st.NewJob("s", "u1"))
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: l.driverOf("s-1").ID, State: structs.TaskLost, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: l.driverOf("s-1").ID, State: structs.TaskLost, Time: t0}}})
 	assert.Equal(t, structs.JobPending, l.s.Jobs["s-1"].State, "requeued: lost before it started")
 	assert.Empty(t, l.s.Reservations)
 	assert.Equal(t, []structs.JobID{"s-1"}, l.cycle(t0).Placed, "placed again, with its room")

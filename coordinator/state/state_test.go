@@ -62,11 +62,11 @@ func (l *logged) cycle(now time.Time) state.CommitResult {
 
 func (l *logged) report(now time.Time, st structs.TaskState, code int, jobs ...structs.JobID) {
 	l.t.Helper()
-	var ev []state.TaskEvent
+	var ev []structs.TaskEvent
 	for _, j := range jobs {
 		for _, t := range l.s.TasksOf(j) {
 			if t.State.HoldsResources() {
-				ev = append(ev, state.TaskEvent{Task: t.ID, State: st, ExitCode: code, Time: now})
+				ev = append(ev, structs.TaskEvent{Task: t.ID, State: st, ExitCode: code, Time: now})
 			}
 		}
 	}
@@ -198,7 +198,7 @@ func TestFailedReplicaRestartsGang(t *testing.T) {
 	l.cycle(t0)
 	l.report(t0, structs.TaskRunning, 0, "m-1")
 	w := l.s.TasksOf("m-1")[1]
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: w.ID, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: w.ID, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
 	assert.Equal(t, "restarting: replica 1 failed with exit code 1", l.s.Jobs["m-1"].Reason)
 	l.report(t0, structs.TaskFailed, 143, "m-1")
 	m := l.s.Jobs["m-1"]

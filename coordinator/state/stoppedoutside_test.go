@@ -30,7 +30,7 @@ func TestStoppedOutside(t *testing.T) {
 
 	now = now.Add(time.Second)
 	tk := l.live("s-1")
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: tk.ID, State: structs.TaskFailed, ExitCode: 143,
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: tk.ID, State: structs.TaskFailed, ExitCode: 143,
 		Message: "killed by SIGTERM", Reason: structs.ReasonStoppedOutside, Time: now}}})
 	got := l.s.Tasks[tk.ID]
 	assert.Equal(t, structs.TaskLost, got.State)
@@ -45,18 +45,18 @@ func TestStoppedOutside(t *testing.T) {
 
 	// Refused: with Running, with accelerators.
 	tk = l.live("s-1")
-	for _, ev := range []state.TaskEvent{
+	for _, ev := range []structs.TaskEvent{
 		{Task: tk.ID, State: structs.TaskRunning, Reason: structs.ReasonStoppedOutside, Time: now},
 		{Task: tk.ID, State: structs.TaskFailed, Reason: structs.ReasonStoppedOutside, Accelerators: []int{0}, Time: now},
 	} {
-		_, err := l.do(&state.TaskUpdate{Events: []state.TaskEvent{ev}})
+		_, err := l.do(&state.TaskUpdate{Events: []structs.TaskEvent{ev}})
 		require.ErrorIs(t, err, state.ErrInvalid)
 	}
 
 	// The coordinator's own stop: the SIGTERM was its, the report ends it.
 	l.must(&state.JobCancel{ID: "s-1", Now: now})
 	require.Equal(t, structs.TaskStopping, l.s.Tasks[tk.ID].State)
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: tk.ID, State: structs.TaskSucceeded,
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: tk.ID, State: structs.TaskSucceeded,
 		Reason: structs.ReasonStoppedOutside, Time: now}}})
 	got = l.s.Tasks[tk.ID]
 	assert.Equal(t, structs.TaskSucceeded, got.State)

@@ -17,31 +17,10 @@ const MaxRestarts = 3
 // job whose tasks never start cannot cycle for ever.
 const MaxUnstartedRequeues = 3
 
-// TaskEvent is what an agent or backend reported about one task.
-type TaskEvent struct {
-	Task     structs.TaskID    `json:"task"`
-	State    structs.TaskState `json:"state"` // Running, Succeeded, Failed or Lost
-	ExitCode int               `json:"exitCode,omitempty"`
-	Healthy  *bool             `json:"healthy,omitempty"`
-	Message  string            `json:"message,omitempty"`
-	Time     time.Time         `json:"time"`
-	// Endpoint, on a Running event, is where the task's atom serves launch
-	// requests (host:port); empty leaves the recorded one.
-	Endpoint string `json:"endpoint,omitempty"`
-	// Reason, on a Failed event, says the failure is not the job's own:
-	// structs.ReasonPreflightFailed (atom's accelerator check failed).
-	// Accelerators then lists the node's accelerator indices found bad,
-	// if atom could tell (none: all of the task's). On a Succeeded or
-	// Failed event, structs.ReasonStoppedOutside says atom stopped the job
-	// after a SIGTERM the coordinator had not asked for (stoppedOutside).
-	Reason       string `json:"reason,omitempty"`
-	Accelerators []int  `json:"accelerators,omitempty"`
-}
-
 // TaskUpdate applies task events in order. Events for unknown or already
 // ended tasks are ignored (a late or repeated report).
 type TaskUpdate struct {
-	Events []TaskEvent `json:"events"`
+	Events []structs.TaskEvent `json:"events"`
 }
 
 func (*TaskUpdate) Type() MsgType { return MsgTaskUpdate }
@@ -64,7 +43,7 @@ func (c *TaskUpdate) apply(s *State) (any, error) {
 	return nil, nil
 }
 
-func (s *State) taskEvent(e TaskEvent) {
+func (s *State) taskEvent(e structs.TaskEvent) {
 	t := s.Tasks[e.Task]
 	if t == nil || !t.State.HoldsResources() {
 		return
@@ -142,7 +121,7 @@ func (s *State) taskEvent(e TaskEvent) {
 // service's replica is simply placed again). It returns false when the
 // loss is an ordinary failure instead: j already used its
 // MaxUnstartedRequeues.
-func (s *State) lostUnstarted(j *structs.Job, t *structs.Task, e TaskEvent) bool {
+func (s *State) lostUnstarted(j *structs.Job, t *structs.Task, e structs.TaskEvent) bool {
 	switch {
 	case j.State.Ended() || j.Kind == structs.KindService:
 		return false // afterExit: nothing, or the replica is placed again
@@ -266,7 +245,7 @@ func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempte
 }
 
 // afterExit runs when a task ended on its own.
-func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
+func (s *State) afterExit(id structs.JobID, t *structs.Task, e structs.TaskEvent) {
 	j := s.Jobs[id]
 	if j.State.Ended() {
 		return
@@ -313,7 +292,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e TaskEvent) {
 // saying so), else t lost (its Pod deleted or evicted, its node shut
 // down): not the job's own failure, so a service's replica is placed
 // again at once, without a back-off.
-func stoppedOutside(t *structs.Task, e TaskEvent) TaskEvent {
+func stoppedOutside(t *structs.Task, e structs.TaskEvent) structs.TaskEvent {
 	e.Reason = ""
 	if t.State == structs.TaskStopping {
 		return e
@@ -328,7 +307,7 @@ func stoppedOutside(t *structs.Task, e TaskEvent) TaskEvent {
 }
 
 // endMessage is what a task keeps of the event that ended it.
-func endMessage(e TaskEvent) string {
+func endMessage(e structs.TaskEvent) string {
 	m := e.Message
 	switch {
 	case e.State == structs.TaskLost:
@@ -343,7 +322,7 @@ func endMessage(e TaskEvent) string {
 	return m
 }
 
-func describeExit(e TaskEvent) string {
+func describeExit(e structs.TaskEvent) string {
 	switch {
 	case e.State == structs.TaskLost:
 		return "was lost" + suffix(e.Message)

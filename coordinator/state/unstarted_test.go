@@ -15,7 +15,7 @@ import (
 // lost declares task id Lost, as a leader's reaper does after the TTL.
 func (l *logged) lost(id structs.TaskID) {
 	l.t.Helper()
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: id, State: structs.TaskLost, Time: t0, Message: "no heartbeat for 15s"}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: id, State: structs.TaskLost, Time: t0, Message: "no heartbeat for 15s"}}})
 }
 
 // A task lost before it ever ran (its leader placed it and died before
@@ -94,7 +94,7 @@ func TestLostBeforeStartGangAndService(t *testing.T) {
 	l.cycle(t0)
 	tasks := l.s.TasksOf("m-1")
 	require.Len(t, tasks, 2)
-	l.must(&state.TaskUpdate{Events: []state.TaskEvent{{Task: tasks[0].ID, State: structs.TaskRunning, Time: t0}}})
+	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: tasks[0].ID, State: structs.TaskRunning, Time: t0}}})
 	l.lost(tasks[1].ID)
 	assert.Equal(t, structs.TaskStopping, l.s.Tasks[tasks[0].ID].State)
 	assert.Equal(t, structs.JobScheduled, l.s.Jobs["m-1"].State)

@@ -2,7 +2,7 @@ package taskenv
 
 // EnvTLSCA carries, to a task whose coordinator serves HTTPS, the PEM text
 // of the CA that signed the coordinator's certificate: atom trusts it for
-// every request to the coordinator (coordinator/client.EnvTLSCA).
+// every request to the coordinator (pkg/client.EnvTLSCA).
 const EnvTLSCA = "ATOM_TLS_CA"
 
 // TLS is the environment that lets a task's atom reach a coordinator

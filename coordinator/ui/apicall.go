@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // response is an in-process API response.

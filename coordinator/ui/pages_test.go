@@ -45,7 +45,7 @@ quotas:
 	task := e.store.Tasks("evil-1")[0]
 	// atom's preflight finds the accelerator bad: the node quarantines
 	// it with atom's message as the reason, and the task fails with it.
-	e.store.Must(t, &state.TaskUpdate{Events: []state.TaskEvent{{Task: task.ID, State: structs.TaskFailed, ExitCode: 1,
+	e.store.Must(t, &state.TaskUpdate{Events: []structs.TaskEvent{{Task: task.ID, State: structs.TaskFailed, ExitCode: 1,
 		Message: evil, Reason: structs.ReasonPreflightFailed, Accelerators: []int{0}, Time: apitest.T0}}})
 	e.writeLog(t, task.ID, evil+"\n")
 	var node *structs.Node

@@ -12,8 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/coordinator/api/apitest"
-	"github.com/atom-sched/atom/coordinator/client"
-	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/plugin"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/plugins/mpi"
@@ -45,7 +44,7 @@ func launcherTask(e *apitest.Env, id structs.JobID, t0 *structs.Task) plugin.Tas
 
 func ready(t *testing.T, e *apitest.Env, tk *structs.Task, endpoint string) {
 	t.Helper()
-	require.NoError(t, e.Store.Heartbeat(tk.ID, e.Store.Tokens()[tk.ID], state.TaskEvent{Task: tk.ID, State: structs.TaskRunning, Endpoint: endpoint, Time: apitest.T0}))
+	require.NoError(t, e.Store.Heartbeat(tk.ID, e.Store.Tokens()[tk.ID], structs.TaskEvent{Task: tk.ID, State: structs.TaskRunning, Endpoint: endpoint, Time: apitest.T0}))
 }
 
 // finish keeps the launcher polling until Prepare returns.
@@ -137,7 +136,7 @@ func TestC04StaleLauncherRefused(t *testing.T) {
 	_, err := c.CancelJob(context.Background(), id)
 	require.NoError(t, err)
 	for _, tk := range tasks {
-		require.NoError(t, e.Store.Heartbeat(tk.ID, e.Store.Tokens()[tk.ID], state.TaskEvent{Task: tk.ID, State: structs.TaskFailed, ExitCode: 143, Time: apitest.T0}))
+		require.NoError(t, e.Store.Heartbeat(tk.ID, e.Store.Tokens()[tk.ID], structs.TaskEvent{Task: tk.ID, State: structs.TaskFailed, ExitCode: 143, Time: apitest.T0}))
 	}
 	var calls atomic.Int64
 	jt := mpi.JobType{Ticks: make(chan time.Time), Now: func() time.Time {

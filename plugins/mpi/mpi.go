@@ -21,10 +21,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
-	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/plugin"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // Version is this job type's version.

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/plugin"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // The launcher's atom reads the rank layout from the file RanksEnv names,

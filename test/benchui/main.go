@@ -140,9 +140,9 @@ func (s *store) must(c state.Command) any {
 	return res
 }
 
-func (s *store) Read(fn func(*state.State))                              { s.fsm.Read(fn) }
-func (s *store) Why(id structs.JobID) *sched.Why                         { return s.whys[id] }
-func (s *store) Heartbeat(structs.TaskID, string, state.TaskEvent) error { return nil }
+func (s *store) Read(fn func(*state.State))                                { s.fsm.Read(fn) }
+func (s *store) Why(id structs.JobID) *sched.Why                           { return s.whys[id] }
+func (s *store) Heartbeat(structs.TaskID, string, structs.TaskEvent) error { return nil }
 
 // schedule runs one scheduling cycle as the leader does and commits it.
 func (s *store) schedule(now time.Time) {
@@ -237,12 +237,12 @@ func build(s *store, nodes, jobs int) api.TokenFile {
 	s.schedule(now)
 	// Most tasks start; some jobs end (succeeded, cancelled); a few
 	// accelerators fail their check.
-	var events []state.TaskEvent
+	var events []structs.TaskEvent
 	var cancel []structs.JobID
 	s.fsm.Read(func(st *state.State) {
 		for _, id := range slices.Sorted(maps.Keys(st.Tasks)) {
 			if rng.IntN(10) < 8 {
-				events = append(events, state.TaskEvent{Task: id, State: structs.TaskRunning, Time: now})
+				events = append(events, structs.TaskEvent{Task: id, State: structs.TaskRunning, Time: now})
 			}
 		}
 		for _, id := range slices.Sorted(maps.Keys(st.Jobs)) {
@@ -252,14 +252,14 @@ func build(s *store, nodes, jobs int) api.TokenFile {
 		}
 	})
 	s.must(&state.TaskUpdate{Events: events})
-	var ends []state.TaskEvent
+	var ends []structs.TaskEvent
 	for i, e := range events {
 		switch i % 7 {
 		case 0:
-			ends = append(ends, state.TaskEvent{Task: e.Task, State: structs.TaskSucceeded, Time: now.Add(5 * time.Minute)})
+			ends = append(ends, structs.TaskEvent{Task: e.Task, State: structs.TaskSucceeded, Time: now.Add(5 * time.Minute)})
 		case 3:
 			if i%21 == 3 {
-				ends = append(ends, state.TaskEvent{Task: e.Task, State: structs.TaskFailed, ExitCode: 1, Message: "preflight: ECC errors",
+				ends = append(ends, structs.TaskEvent{Task: e.Task, State: structs.TaskFailed, ExitCode: 1, Message: "preflight: ECC errors",
 					Reason: structs.ReasonPreflightFailed, Accelerators: []int{0}, Time: now.Add(5 * time.Minute)})
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/test/testnet"
 )

@@ -17,7 +17,7 @@
 //  6. the job table, the MPI job's output and every job's final state,
 //     then everything is shut down.
 //
-// Each step checks its outcome through coordinator/client; Run returns an
+// Each step checks its outcome through pkg/client; Run returns an
 // error naming the first step that did not happen as narrated. Whatever
 // happens (a failure, a cancelled context), Run cancels the jobs, stops
 // the servers and leaves no process behind.

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
-	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // clusterYAML is the local cluster: simulated nodes whose tasks run as

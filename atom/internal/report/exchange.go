@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 

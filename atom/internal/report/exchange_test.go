@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/atom/internal/report"
-	"github.com/atom-sched/atom/coordinator/api/wire"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // ExchangeToken waits out a coordinator that is away (503, 429, no

@@ -17,9 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
-	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // StopError is the coordinator asking atom to stop its job, or

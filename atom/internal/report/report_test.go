@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/atom/internal/report"
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // SetEndpoint makes Run beat at once, and every later Running beat

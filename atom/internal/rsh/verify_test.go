@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/atom/internal/rsh"
-	"github.com/atom-sched/atom/coordinator/api/wire"
-	"github.com/atom-sched/atom/coordinator/client"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // fakePeers accepts one token for task "j-1-x" and counts lookups.

@@ -94,7 +94,7 @@ func (s *Store) Why(id structs.JobID) *sched.Why {
 
 // Heartbeat checks token as the Raft server does and commits the event as
 // a TaskUpdate; a plain heartbeat (no state) changes nothing.
-func (s *Store) Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error {
+func (s *Store) Heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error {
 	var want string
 	s.Read(func(st *state.State) { want = st.Tokens[id] })
 	if want == "" || want != token {
@@ -104,7 +104,7 @@ func (s *Store) Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) e
 		return nil
 	}
 	ev.Task = id
-	_, err := s.Apply(context.Background(), &state.TaskUpdate{Events: []state.TaskEvent{ev}})
+	_, err := s.Apply(context.Background(), &state.TaskUpdate{Events: []structs.TaskEvent{ev}})
 	return err
 }
 
@@ -186,7 +186,7 @@ func (s *Store) Schedule(t testing.TB, now time.Time) state.CommitResult {
 // Report commits a task event, as the leader does for heartbeats.
 func (s *Store) Report(t testing.TB, id structs.TaskID, ts structs.TaskState, now time.Time) {
 	t.Helper()
-	s.Must(t, &state.TaskUpdate{Events: []state.TaskEvent{{Task: id, State: ts, Time: now}}})
+	s.Must(t, &state.TaskUpdate{Events: []structs.TaskEvent{{Task: id, State: ts, Time: now}}})
 }
 
 // Tokens returns a copy of the allocation tokens by task.

@@ -35,11 +35,11 @@ func repoFile(t *testing.T, rel string) string {
 // recorder is a Heartbeater that keeps what it is told.
 type recorder struct {
 	mu     sync.Mutex
-	events []state.TaskEvent
+	events []structs.TaskEvent
 	tokens map[structs.TaskID]string
 }
 
-func (r *recorder) Heartbeat(id structs.TaskID, token string, ev state.TaskEvent) error {
+func (r *recorder) Heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.tokens == nil {
@@ -54,9 +54,9 @@ func (r *recorder) Heartbeat(id structs.TaskID, token string, ev state.TaskEvent
 }
 
 // wait waits until task id has been reported in st and returns the event.
-func (r *recorder) wait(t *testing.T, id structs.TaskID, st structs.TaskState) state.TaskEvent {
+func (r *recorder) wait(t *testing.T, id structs.TaskID, st structs.TaskState) structs.TaskEvent {
 	t.Helper()
-	var got state.TaskEvent
+	var got structs.TaskEvent
 	require.Eventually(t, func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -71,7 +71,7 @@ func (r *recorder) wait(t *testing.T, id structs.TaskID, st structs.TaskState) s
 	return got
 }
 
-func (r *recorder) snapshot() []state.TaskEvent {
+func (r *recorder) snapshot() []structs.TaskEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)

@@ -14,11 +14,11 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/cli"
-	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/keyring"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/test/k8s/k8stest"
 	"github.com/atom-sched/atom/test/testlog"

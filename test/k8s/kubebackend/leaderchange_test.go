@@ -18,11 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/atom-sched/atom/coordinator/api"
-	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/test/k8s/k8stest"
 	"github.com/atom-sched/atom/test/testlog"
@@ -120,7 +120,7 @@ func (b crashBeforeBind) Stop(id structs.TaskID, grace time.Duration) error {
 
 type discard struct{}
 
-func (discard) Heartbeat(structs.TaskID, string, state.TaskEvent) error { return nil }
+func (discard) Heartbeat(structs.TaskID, string, structs.TaskEvent) error { return nil }
 
 // TestLeaderChange (C20 on Kubernetes): three coordinator servers; the
 // leader dies after creating two of a 3-Pod gang's Pods, unbound, and

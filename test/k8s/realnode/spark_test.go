@@ -16,8 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/atom-sched/atom/coordinator/client"
 	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/test/k8s/nodetest"
 	"github.com/atom-sched/atom/test/spark/lidar"

@@ -8,8 +8,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // SubmitJob submits a job spec (YAML or JSON) with request ID requestID; an

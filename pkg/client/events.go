@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // EventQuery narrows JobEvents and Events: events after event number

@@ -1,6 +1,6 @@
 // Package wire holds the JSON bodies of the coordinator's HTTP API (/v1),
 // shared by the server (coordinator/api) and its Go client
-// (coordinator/client). It imports only the pure domain packages, never
+// (pkg/client). It imports only the pure domain packages, never
 // Raft or Prometheus, so the atom agent can use the client.
 //
 // Secrets: no type here carries an allocation token. Tasks are sent as
@@ -11,7 +11,6 @@ package wire
 import (
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -119,7 +118,7 @@ type ClusterList struct {
 // Heartbeat is the body of POST /v1/tasks/{id}/heartbeat: what atom
 // reports about its own task. Task may be empty (the path names it);
 // State is Running, Succeeded or Failed.
-type Heartbeat = state.TaskEvent
+type Heartbeat = structs.TaskEvent
 
 // HeartbeatResponse tells atom what the coordinator wants of its task:
 // State Stopping (with StopReason) means stop with the grace period.

@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // Logs streams the output of job id's tasks (task "": the current

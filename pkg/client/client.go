@@ -1,6 +1,6 @@
 // Package client is the Go client of the coordinator's HTTP API (/v1),
 // used by the coordinator CLI, tests and the atom agent. Its bodies are
-// the types of coordinator/api/wire; it imports neither Raft nor the API
+// the types of pkg/wire; it imports neither Raft nor the API
 // server.
 //
 // Failed requests return an *Error carrying the HTTP status and the
@@ -26,8 +26,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // Client calls one coordinator. Its fields may be changed before first use.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/atom-sched/atom/coordinator/api/wire"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // TaskToken exchanges the service-account token of task id's Pod (a
