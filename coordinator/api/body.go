@@ -163,12 +163,12 @@ func parseClusterSpec(body []byte) (*structs.Cluster, error) {
 		return nil, errorf(http.StatusBadRequest, "parse cluster spec: %v", err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, errorf(http.StatusBadRequest, "cluster spec is not a mapping: write the fields name, backend, redis, kubeconfig, namespace, image, qps, burst, heartbeatPods and serviceAccount, such as name: local")
+		return nil, errorf(http.StatusBadRequest, "cluster spec is not a mapping: write the fields name, backend, redis, kubeconfig, namespace, image, qps, burst, heartbeatPods, serviceAccount and topology, such as name: local")
 	}
 	// Refuse deep nesting before re-encoding: the encoder indents each
 	// level, so a deeply nested spec would grow several times over.
 	if deeper(doc.Content[0], maxClusterSpecDepth) {
-		return nil, errorf(http.StatusBadRequest, "cluster spec nests deeper than %d levels: write the fields name, backend, redis, kubeconfig, namespace, image, qps, burst, heartbeatPods and serviceAccount", maxClusterSpecDepth)
+		return nil, errorf(http.StatusBadRequest, "cluster spec nests deeper than %d levels: write the fields name, backend, redis, kubeconfig, namespace, image, qps, burst, heartbeatPods, serviceAccount and topology", maxClusterSpecDepth)
 	}
 	wrapped := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "clusters"},

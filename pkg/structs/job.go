@@ -124,6 +124,7 @@ type Job struct {
 	Selector       string              `json:"selector,omitempty"` // label selector over node tags
 	Tolerations    []corev1.Toleration `json:"tolerations,omitempty"`
 	Affinity       Affinity            `json:"affinity,omitempty"`
+	Topology       *JobTopology        `json:"topology,omitempty"` // replicas in one domain of a topology level
 	Fallbacks      []Shape             `json:"fallbacks,omitempty"`
 	DowngradeAfter Duration            `json:"downgradeAfter,omitempty"`
 	PendingTimeout Duration            `json:"pendingTimeout,omitempty"` // 0 = DefaultPendingTimeout

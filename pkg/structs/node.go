@@ -116,4 +116,7 @@ type Cluster struct {
 	// ServiceAccount, for a kubernetes cluster, is the task Pods' service
 	// account ("" = default).
 	ServiceAccount string `json:"serviceAccount,omitempty"`
+	// Topology names the node labels of its topology levels, widest
+	// first; nil: none (jobs may not ask for topology there).
+	Topology *Topology `json:"topology,omitempty"`
 }

@@ -87,6 +87,7 @@ type ClusterSpec struct {
 	Burst          int       `json:"burst,omitempty"`
 	HeartbeatPods  bool      `json:"heartbeatPods,omitempty"`
 	ServiceAccount string    `json:"serviceAccount,omitempty"`
+	Topology       *Topology `json:"topology,omitempty"`
 }
 
 // Bounds on a kubernetes cluster's client rate limits.
@@ -97,8 +98,10 @@ const (
 
 // ClusterConfigSpec is a whole deployment in one YAML file, as the local
 // backend and tests declare it. A node without a cluster belongs to the only
-// cluster declared; a node without a pool to the public pool.
+// cluster declared; a node without a pool to the public pool. Topology
+// is the topology of every cluster declared without one of its own.
 type ClusterConfigSpec struct {
+	Topology *Topology     `json:"topology,omitempty"`
 	Clusters []ClusterSpec `json:"clusters,omitempty"`
 	Pools    []PoolSpec    `json:"pools,omitempty"`
 	Nodes    []NodeSpec    `json:"nodes,omitempty"`
@@ -381,7 +384,11 @@ func (s *ClusterSpec) convert(p string) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{Name: s.Name, Backend: s.Backend, Redis: s.Redis, Kubeconfig: s.Kubeconfig, Namespace: s.Namespace,
-		Image: s.Image, QPS: s.QPS, Burst: s.Burst, HeartbeatPods: s.HeartbeatPods, ServiceAccount: s.ServiceAccount}
+		Image: s.Image, QPS: s.QPS, Burst: s.Burst, HeartbeatPods: s.HeartbeatPods, ServiceAccount: s.ServiceAccount,
+		Topology: s.Topology.clone()}
+	if err := s.Topology.check(at(p, "topology")); err != nil {
+		return nil, err
+	}
 	switch s.Backend {
 	case "":
 		c.Backend = "local"
@@ -440,11 +447,17 @@ func (s *ClusterConfigSpec) ToConfig() (*ClusterConfig, error) {
 		return nil, err
 	}
 	cfg := &ClusterConfig{}
+	if err := s.Topology.check("topology"); err != nil {
+		return nil, err
+	}
 	clusters := map[ClusterID]bool{}
 	for i := range s.Clusters {
 		c, err := s.Clusters[i].convert(idx("clusters", i))
 		if err != nil {
 			return nil, err
+		}
+		if c.Topology == nil {
+			c.Topology = s.Topology.clone()
 		}
 		if clusters[c.Name] {
 			return nil, bad(idx("clusters", i)+".name", string(c.Name), "cluster names must be unique")

@@ -62,6 +62,7 @@ type JobSpec struct {
 	Selector    string              `json:"selector,omitempty"` // label selector over node tags
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 	Affinity    Affinity            `json:"affinity,omitempty"`
+	Topology    *JobTopology        `json:"topology,omitempty"` // one domain of a topology level (topology.go)
 
 	// Fallbacks is the pending ladder, tried in order after DowngradeAfter.
 	Fallbacks      []FallbackSpec `json:"fallbacks,omitempty"`
@@ -172,7 +173,7 @@ func (s *JobSpec) convert() (*Job, error) {
 	}
 	j := &Job{Kind: s.Kind, Name: s.Name, Project: s.Project, Cluster: s.Cluster, NodeName: s.NodeName,
 		Selector: s.Selector, Image: s.Image}
-	steps := []func(*Job) error{s.identity, s.program, s.shape, s.placement, s.ladder, s.lifecycle, s.storage, s.mounts, s.mpi, s.spark}
+	steps := []func(*Job) error{s.identity, s.program, s.shape, s.placement, s.topology, s.ladder, s.lifecycle, s.storage, s.mounts, s.mpi, s.spark}
 	for _, step := range steps {
 		if err := step(j); err != nil {
 			return nil, err
