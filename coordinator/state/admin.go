@@ -152,5 +152,6 @@ func (c *ClusterUpsert) apply(s *State) (any, error) {
 		return nil, invalidf("cluster: name is required")
 	}
 	s.Clusters[c.Cluster.Name] = c.Cluster
+	s.admitter = nil // its topology levels decide what jobs may ask
 	return nil, nil
 }

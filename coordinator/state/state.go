@@ -113,6 +113,7 @@ func (s *State) Snapshot() *sched.Snapshot {
 	for _, id := range slices.Sorted(maps.Keys(s.Pools)) {
 		snap.Pools = append(snap.Pools, s.Pools[id])
 	}
+	snap.Topology = s.topology()
 	for k, v := range s.Quotas {
 		snap.Quotas[k] = v.Clone()
 	}
@@ -137,6 +138,21 @@ func (s *State) Snapshot() *sched.Snapshot {
 		}
 	}
 	return snap
+}
+
+// topology lists each cluster's topology levels (sched.Snapshot.Topology);
+// nil when no cluster has any.
+func (s *State) topology() map[structs.ClusterID][]string {
+	var out map[structs.ClusterID][]string
+	for id, c := range s.Clusters {
+		if c.Topology != nil && len(c.Topology.Levels) > 0 {
+			if out == nil {
+				out = map[structs.ClusterID][]string{}
+			}
+			out[id] = c.Topology.Levels
+		}
+	}
+	return out
 }
 
 // Pending lists the jobs that want replicas placed, in ID order: pending
@@ -239,6 +255,7 @@ func (s *State) admit(j *structs.Job) (sched.Admission, error) {
 		for _, id := range slices.Sorted(maps.Keys(s.Pools)) {
 			snap.Pools = append(snap.Pools, s.Pools[id])
 		}
+		snap.Topology = s.topology()
 		s.admitter = sched.NewAdmitter(snap)
 	}
 	// An executor that never fits is told before quota, as a job is.

@@ -67,7 +67,7 @@ type Admitter struct {
 
 // NewAdmitter indexes snap's nodes and pools.
 func NewAdmitter(snap *Snapshot) *Admitter {
-	return &Admitter{w: newWorld(&Snapshot{Nodes: snap.Nodes, Pools: snap.Pools, Jobs: map[structs.JobID]*structs.Job{}}),
+	return &Admitter{w: newWorld(&Snapshot{Nodes: snap.Nodes, Pools: snap.Pools, Topology: snap.Topology, Jobs: map[structs.JobID]*structs.Job{}}),
 		never: map[string]*Why{}}
 }
 
@@ -202,7 +202,7 @@ func (w *world) checkKnown(j *structs.Job) error {
 		}
 		return unknownf("cluster %q does not exist: known clusters are %s", j.Cluster, known(names))
 	}
-	return nil
+	return w.checkLevel(j)
 }
 
 // UnknownError refuses a job naming an accelerator type, device type or

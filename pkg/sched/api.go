@@ -47,6 +47,11 @@ type Snapshot struct {
 	// Spark runs in local mode on the driver's cores. There the driver
 	// is placed alone. Optional: nil means every cluster runs executors.
 	NoExecutors map[structs.ClusterID]bool
+	// Topology lists, per cluster, its topology levels: node label keys,
+	// widest first (structs.Topology). Optional: a cluster missing here
+	// has none, and jobs asking for a level it lacks may not run there
+	// when they require it.
+	Topology map[structs.ClusterID][]string
 }
 
 // Input is what to decide about.

@@ -44,6 +44,12 @@ type jobCtx struct {
 	with    []labels.Selector
 	away    []labels.Selector
 	used    []int32 // nodes holding replicas of this job (spread)
+	// topo is the job's topology (nil: none), tl the index of its level
+	// among each cluster's levels (-1: the cluster has no such level),
+	// dom the domain placement is held to now (-1: none; topology.go).
+	topo *structs.JobTopology
+	tl   []int8
+	dom  int32
 	// executor: it stands for one of a spark job's executors.
 	executor bool
 	// exec, for a spark job placed with its minimum executors, is the
@@ -98,7 +104,10 @@ func (w *world) initCtx(c *jobCtx, a ask, s structs.Shape, pools []int16, cl int
 // pools (all but the groups to walk: levels), and returns it.
 func (w *world) describe(c *jobCtx, a ask, s structs.Shape, pools []int16) *jobCtx {
 	j := a.j
-	*c = jobCtx{ask: a, shape: s, nodePin: -1, pools: pools, with: c.with[:0], away: c.away[:0], used: c.used[:0]}
+	*c = jobCtx{ask: a, shape: s, nodePin: -1, pools: pools, with: c.with[:0], away: c.away[:0], used: c.used[:0], dom: -1}
+	if j.Topology != nil {
+		c.topo, c.tl = j.Topology, w.levelsOf(j.Topology.Level())
+	}
 	if j.NodeName != "" {
 		c.nodePin = -2
 		if i, ok := w.byName[j.NodeName]; ok {

@@ -130,9 +130,10 @@ func (w *world) explainNodes(c *jobCtx, submit bool) *Why {
 			continue
 		}
 		why.Nodes += len(g.nodes)
-		d := domainOf(g, gang)
+		gd := domainOf(g, gang)
 		for _, ni := range g.nodes {
 			nd := &w.nodes[ni]
+			d := w.domainAt(c, ni, gd)
 			if q := nd.n.QuarantinedMask(); r.Accels > 0 && q != 0 {
 				qAccels += popcount(q)
 				qNodes++
@@ -185,7 +186,7 @@ func (w *world) explainNodes(c *jobCtx, submit bool) *Why {
 		why.NeverFits = true
 		why.Notes = append(why.Notes, fmt.Sprintf("node %s does not exist", j.NodeName))
 	}
-	if gang && packedSlots < need && packedAll >= need {
+	if gang && packedSlots < need && packedAll >= need && !c.required() {
 		why.Notes = append(why.Notes, "a gang runs in one pool of one cluster")
 	}
 	if !why.NeverFits && everSlots < need {
@@ -193,6 +194,9 @@ func (w *world) explainNodes(c *jobCtx, submit bool) *Why {
 	}
 	if j.IsGang() || need > 1 {
 		why.Gang = &GangShortfall{Needed: need, Fit: min(nowSlots, need), MaxFit: min(everSlots, need), Together: gang}
+	}
+	if c.required() {
+		why.Topology = w.topologyShortfall(c, "replicas", need, now, ever1)
 	}
 	if !submit {
 		w.explainSpark(c, why, ever1)

@@ -16,7 +16,8 @@ import (
 // worth), no accelerator in two tasks or given to a task after it
 // was quarantined, quota usage equal to the sum of the charges of the
 // jobs, never below zero, every gang with 0 or all of its replicas
-// placed, and no persistent volume (a claim in one cluster) mounted
+// placed, every job that requires a topology level with all its tasks
+// (a spark job's executors too) in one domain of it, and no persistent volume (a claim in one cluster) mounted
 // read-write by two jobs or read-write by one while others read it. It
 // returns every violation.
 func CheckInvariants(snap *Snapshot) error {
@@ -131,6 +132,7 @@ func CheckInvariants(snap *Snapshot) error {
 		}
 	}
 	errs = append(errs, volumeInvariant(snap, nodes)...)
+	errs = append(errs, topologyInvariant(snap, nodes)...)
 	// Quota: usage equals the recomputed sum of charges, never negative.
 	sum := map[structs.Scope]structs.ResourceList{}
 	for _, j := range snap.Jobs {

@@ -29,6 +29,7 @@ const (
 	inLive                          // its live replicas: not keyed when it has any
 	inHolds                         // its own reservations: not keyed when it has any
 	inOwn                           // the job itself (affinity to other jobs): never keyed
+	inTopology                      // its topology, and the domain it is held to
 )
 
 // explainReads is what the explanation reads beside the rules: how many
@@ -122,6 +123,14 @@ func (w *world) whyKey(buf []byte, c *jobCtx, m mode) (key []byte, ok bool) {
 			}
 		case inOwn:
 			return buf, false
+		case inTopology:
+			if t := j.Topology; t != nil {
+				buf = appendString(buf, t.Required)
+				buf = appendString(buf, t.Preferred)
+			} else {
+				buf = append(buf, 0, 0)
+			}
+			buf = binary.AppendVarint(buf, int64(c.dom))
 		}
 	}
 	return buf, true

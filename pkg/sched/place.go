@@ -10,6 +10,7 @@ import (
 // (CPU nodes: the fewest free cores) that still holds the replica, so large
 // holes stay whole for large replicas; ties go to the group order (type
 // name) and the bucket order.
+// Held to a topology domain (c.dom), only its nodes.
 func (w *world) findNode(c *jobCtx, lvl int) int32 {
 	r := c.shape.Resources
 	groups := c.levels[lvl]
@@ -38,13 +39,14 @@ func (w *world) findNode(c *jobCtx, lvl int) int32 {
 		}
 		// Keys are clamped to each group's last bucket (CPU nodes with more
 		// than maxCPUKey free cores share it), so start from the clamped need.
+		// Held to a topology domain, walk only the group's nodes there.
 		for k := min(need, top); k <= top; k++ {
 			for _, gi := range tier {
-				g := w.groups[gi]
-				if k > g.idx.maxKey() || (k < need && k < g.idx.maxKey()) {
+				idx := w.idxOf(c, gi)
+				if idx == nil || k > idx.maxKey() || (k < need && k < idx.maxKey()) {
 					continue
 				}
-				for _, ni := range g.idx.b[k] {
+				for _, ni := range idx.b[k] {
 					if w.fitsNode(c, ni) {
 						return ni
 					}

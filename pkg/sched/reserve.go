@@ -24,8 +24,17 @@ func (w *world) gangPool(a ask) (cluster, pool int16, ok bool) {
 }
 
 // everSlots counts how many replicas of c would fit on the empty nodes of
-// pool level lvl (one per node with spreadReplicas).
+// pool level lvl (one per node with spreadReplicas); in the domain that
+// holds most, if it requires one.
 func (w *world) everSlots(c *jobCtx, lvl int) int {
+	if cl := w.clusterOfLevel(c, lvl); c.required() && cl >= 0 && c.tl[cl] >= 0 {
+		ever, _ := w.domainSlots(c, lvl, int(c.tl[cl]))
+		most := 0
+		for _, v := range ever {
+			most = max(most, v)
+		}
+		return most
+	}
 	n := 0
 	for _, gi := range c.levels[lvl] {
 		for _, ni := range w.groups[gi].nodes {
@@ -89,12 +98,21 @@ func (w *world) packed(c *jobCtx, ni int32, empty, whole bool) int {
 }
 
 // reserveGang reserves nodes of pool p in cluster cl for gang a (a spark
-// driver and its minimum executors), choosing those with the most free
-// resources now so the gang is whole soonest. It reports whether every
+// driver and its minimum executors), in one domain of its topology if it
+// asks for one, choosing those with the most free resources now so the
+// gang is whole soonest. It reports whether every
 // replica (and executor) got a reservation.
 func (w *world) reserveGang(a ask, cl, p int16) bool {
 	s := a.j.ShapeAt(0)
 	c := w.newCtx(a, s, []int16{p}, cl)
+	if c.topo != nil {
+		// In one domain of its topology (topology.go).
+		d, ok := w.gangDomain(c, 0)
+		if !ok {
+			return false
+		}
+		c.setDom(d)
+	}
 	taken := map[int32]structs.Resources{} // reserved on each node so far
 	rs, ok := w.reserveSlots(c, s.Replicas, taken)
 	if ok && c.exec != nil {

@@ -35,12 +35,14 @@ const (
 	rCluster // job pinned to another cluster
 	rNoCache // the job mounts the dataset cache; the cluster has none
 	rVolume  // the cluster lacks the job's volumes, or they are in use there
+	rLevel   // the cluster has no topology level the job requires
 	// Group scope: decided for every node of a group (one pool, one node class).
 	rPool  // node's pool is not one the job may use
 	rClass // wrong kind of node: accelerator type, CPU-only vs accelerator, devices
 	// Node scope.
 	rNotReady // node not ready, draining or quarantined
 	rNodeName // job pinned to another node
+	rDomain   // in no domain of the level the job requires, or outside the one it is held to
 	rTaint    // an untolerated taint
 	rSelector // tags do not match the selector
 	rAffinity // job affinity or anti-affinity
@@ -106,10 +108,12 @@ var rules = [nReasons]rule{
 	rCluster:  {kind: kindHardware, scope: scopeCluster, applies: func(c *jobCtx) bool { return c.j.Cluster != "" }, reads: inCluster, uncounted: true},
 	rNoCache:  {kind: kindConfig, scope: scopeCluster, applies: func(c *jobCtx) bool { return c.j.CacheMountPath != "" }, reads: inCache},
 	rVolume:   {kind: kindConfig, scope: scopeCluster, applies: func(c *jobCtx) bool { return c.only != nil }, reads: inOnly},
+	rLevel:    {kind: kindHardware, scope: scopeCluster, applies: requiresLevel, reads: inTopology},
 	rPool:     {kind: kindHardware, scope: scopeGroup, reads: inPools},
 	rClass:    {kind: kindHardware, scope: scopeGroup, reads: inResources},
 	rNotReady: {kind: kindDown, scope: scopeNode},
 	rNodeName: {kind: kindHardware, scope: scopeNode, applies: func(c *jobCtx) bool { return c.nodePin != -1 }, reads: inNode},
+	rDomain:   {kind: kindHardware, scope: scopeNode, applies: func(c *jobCtx) bool { return c.required() || c.dom >= 0 }, reads: inTopology},
 	rTaint:    {kind: kindConfig, scope: scopeNode, reads: inTolerations},
 	rSelector: {kind: kindConfig, scope: scopeNode, applies: func(c *jobCtx) bool { return c.sel != nil }, reads: inSelector},
 	rAffinity: {kind: kindConfig, scope: scopeNode, applies: func(c *jobCtx) bool { return len(c.with)+len(c.away) > 0 }, reads: inOwn},
@@ -122,6 +126,8 @@ var rules = [nReasons]rule{
 }
 
 func accelerated(c *jobCtx) bool { return c.shape.Resources.Accels > 0 }
+
+func requiresLevel(c *jobCtx) bool { return c.j.Topology != nil && c.j.Topology.Required != "" }
 
 // ruleSet is a set of reasons (bit r for reason r), walked in order.
 type ruleSet uint32
@@ -176,6 +182,8 @@ func (w *world) clusterFails(c *jobCtx, cl int16, m mode) reason {
 			fail = !w.hasCache(c.j, cl)
 		case rVolume:
 			fail = !c.only[cl]
+		case rLevel:
+			fail = w.levelsOf(c.j.Topology.Required)[cl] < 0
 		}
 		if fail {
 			return r
@@ -252,6 +260,8 @@ func (w *world) nodeFails(r reason, c *jobCtx, ni int32, n *wnode) bool {
 		return !n.ready
 	case rNodeName:
 		return c.nodePin != ni
+	case rDomain:
+		return !w.inDomain(c, n)
 	case rTaint:
 		return n.tainted && !tolerates(n.n, c.j.Tolerations)
 	case rSelector:
@@ -355,10 +365,18 @@ func (w *world) text(r reason, c *jobCtx, ni int32) string {
 		return "in clusters without a dataset cache (no redis in their cluster config)"
 	case rVolume:
 		return "in clusters without its volumes, or where another job mounts them"
+	case rLevel:
+		return "in clusters without topology level " + c.j.Topology.Required
 	case rNotReady:
 		return "not ready"
 	case rNodeName:
 		return "not node " + string(c.j.NodeName)
+	case rDomain:
+		if c.dom >= 0 {
+			return "outside " + w.domainName(c.dom)
+		}
+		l := structs.LevelName(c.topo.Required)
+		return "in no " + l + " (without its label)"
 	case rClass:
 		switch {
 		case res.Accels > 0 && res.AccelType != "" && w.nodes[ni].n.Capacity.Accels > 0:

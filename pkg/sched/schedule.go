@@ -339,7 +339,7 @@ func (w *world) eligiblePools(j *structs.Job) []int16 {
 // order).
 func (w *world) clusterOrder(a ask, s structs.Shape) []int16 {
 	j := a.j
-	if j.Cluster == "" && j.CacheMountPath == "" && a.only == nil {
+	if j.Cluster == "" && j.CacheMountPath == "" && a.only == nil && (j.Topology == nil || j.Topology.Required == "") {
 		return w.orderClusters(j, s, w.allCl) // no cluster rule applies
 	}
 	c := &jobCtx{ask: a, shape: s}

@@ -68,10 +68,20 @@ func executorJobFor(j *structs.Job, res structs.Resources) *structs.Job {
 }
 
 // placeGang places n replicas of gang c at pool level lvl, all or none,
-// and for a spark job its minimum executors with them (held): the driver
-// first, else, where the driver would block them, the executors first.
-// Both are applied to w.
+// and for a spark job its minimum executors with them (held), in one
+// domain of its topology if it asks for one (placeTopo). Both are applied
+// to w.
 func (w *world) placeGang(c *jobCtx, lvl, n int) (as, held []assignment) {
+	if c.topo != nil && c.dom < 0 {
+		return w.placeTopo(c, lvl, n)
+	}
+	return w.placeGangIn(c, lvl, n)
+}
+
+// placeGangIn is placeGang where c is (c.dom, or nowhere in particular):
+// the driver first, else, where the driver would block them, the
+// executors first.
+func (w *world) placeGangIn(c *jobCtx, lvl, n int) (as, held []assignment) {
 	e := c.exec
 	if e == nil {
 		return w.placeReplicas(c, lvl, n, true), nil
@@ -226,8 +236,9 @@ func (w *world) explainSpark(c *jobCtx, why *Why, driverEver map[domain]int) {
 			add(w.text(rClass, ec, g.nodes[0]), len(g.nodes))
 			continue
 		}
-		d := domainOf(g, true)
+		gd := domainOf(g, true)
 		for _, ni := range g.nodes {
+			d := w.domainAt(ec, ni, gd)
 			first, failed := w.judge(ec, ni, askNow, askEver)
 			if failed&askEver == 0 {
 				ever[d] += w.slots(ec, ni, true, true)
@@ -265,6 +276,16 @@ func (w *world) explainSpark(c *jobCtx, why *Why, driverEver map[domain]int) {
 		return strings.Compare(a.Reason, b.Reason)
 	})
 	why.Spark, why.Gang = sf, nil // one replica: the executors are the gang
+	if ec.required() {
+		// Where the driver could go too.
+		for d := range ever {
+			if driverEver[d] == 0 {
+				delete(ever, d)
+				delete(now, d)
+			}
+		}
+		why.Topology = w.topologyShortfall(ec, "executors", m, now, ever)
+	}
 	if never {
 		why.NeverFits = true
 	}

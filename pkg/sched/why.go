@@ -39,6 +39,9 @@ type Why struct {
 	// executors (one gang): how many of them fit, and where not. Then
 	// Fit and Filtered count nodes for the driver.
 	Spark *SparkShortfall `json:"spark,omitempty"`
+	// Topology is set for a job that requires one domain of a topology
+	// level: how close the domains come.
+	Topology *TopologyShortfall `json:"topology,omitempty"`
 	// Waiting names what the job waits for (reservations, preemptions).
 	Waiting string `json:"waiting,omitempty"`
 }
@@ -159,6 +162,9 @@ func (w *Why) render(prefix string) {
 	}
 	if w.Spark != nil {
 		parts = append(parts, w.Spark.String())
+	}
+	if w.Topology != nil {
+		parts = append(parts, w.Topology.String())
 	}
 	if w.Fragmentation != nil {
 		parts = append(parts, w.Fragmentation.String())

@@ -20,6 +20,8 @@ type world struct {
 	nodes  []wnode
 	byName map[structs.NodeID]int32
 	groups []*group
+	gpos   []int32 // positions in the groups' bucket indexes (buckets.pos)
+	topo   topology
 	// groupsOf[cluster][pool] lists group indices for that pool.
 	clusters []structs.ClusterID
 	pools    []*structs.Pool // index 0 is the public pool
@@ -66,7 +68,12 @@ type wnode struct {
 	devices  map[string]int64  // free edge devices; nil when none
 	holds    []int32           // indices into world.holds
 	tasks    []int32           // live tasks on the node
-	key, pos int32             // bucket membership
+	key      int32             // bucket key in every index the node is in
+	// doms is the node's topology domain per level of its cluster (-1:
+	// none), tidx the indexes of those domains it is in (topology.go);
+	// nil in a cluster without topology levels.
+	doms []int32
+	tidx []*buckets
 }
 
 type wtask struct {
@@ -146,6 +153,7 @@ func (w *world) clusterIdx(c structs.ClusterID) int16 {
 
 func (w *world) buildNodes() {
 	w.nodes = make([]wnode, len(w.snap.Nodes))
+	w.gpos = make([]int32, len(w.nodes))
 	gkey := map[string]int32{}
 	for i, n := range w.snap.Nodes {
 		wn := &w.nodes[i]
@@ -211,7 +219,7 @@ func (w *world) buildNodes() {
 		if !g.accel {
 			maxKey = min(maxKey, maxCPUKey)
 		}
-		g.idx = newBuckets(maxKey)
+		g.idx = newBuckets(maxKey, w.gpos)
 	}
 	// Deterministic group order: cluster, pool, class.
 	order := make([]int, len(w.groups))
@@ -244,6 +252,7 @@ func (w *world) buildNodes() {
 	for i := range w.nodes {
 		w.nodes[i].group = remap[w.nodes[i].group]
 	}
+	w.buildTopology()
 }
 
 // keyOf is node i's bucket key in its group.
@@ -253,16 +262,6 @@ func (w *world) keyOf(i int32, g *group) int {
 		return n.accels.Count()
 	}
 	return int(n.freeCPU / 1000)
-}
-
-func (w *world) file(i int32) {
-	g := w.groups[w.nodes[i].group]
-	g.idx.add(w, i, w.keyOf(i, g))
-}
-
-func (w *world) refile(i int32) {
-	g := w.groups[w.nodes[i].group]
-	g.idx.move(w, i, w.keyOf(i, g))
 }
 
 func (w *world) buildTasks() {

@@ -38,6 +38,15 @@ func CPUNode(name string, cores, memGi int64) *structs.Node {
 	}
 }
 
+// Label sets node n's tags kv (key, value, key, value...) and returns n.
+func Label(n *structs.Node, kv ...string) *structs.Node {
+	mustf(len(kv)%2 == 0, "Label: odd number of arguments")
+	for i := 0; i < len(kv); i += 2 {
+		n.Tags[kv[i]] = kv[i+1]
+	}
+	return n
+}
+
 // C64 is a 64-core, 256 GiB CPU node.
 func C64(name string) *structs.Node { return CPUNode(name, 64, 256) }
 
@@ -90,6 +99,19 @@ func (b *JobBuilder) CPU(cores, memGi int64) *JobBuilder {
 func (b *JobBuilder) Selector(s string) *JobBuilder { b.j.Selector = s; return b }
 func (b *JobBuilder) Node(n string) *JobBuilder     { b.j.NodeName = structs.NodeID(n); return b }
 func (b *JobBuilder) Spread() *JobBuilder           { b.j.Affinity.SpreadReplicas = true; return b }
+
+// Required keeps the job's replicas in one domain of level (or it waits).
+func (b *JobBuilder) Required(level string) *JobBuilder {
+	b.j.Topology = &structs.JobTopology{Required: level}
+	return b
+}
+
+// Preferred keeps the job's replicas in one domain of level if one has
+// room, else of a wider level, else anywhere.
+func (b *JobBuilder) Preferred(level string) *JobBuilder {
+	b.j.Topology = &structs.JobTopology{Preferred: level}
+	return b
+}
 func (b *JobBuilder) Labels(kv ...string) *JobBuilder {
 	if b.j.Labels == nil {
 		b.j.Labels = map[string]string{}

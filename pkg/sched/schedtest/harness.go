@@ -43,6 +43,19 @@ func (h *Harness) Quota(s structs.Scope, l structs.ResourceList) { h.Snap.Quotas
 // Pool adds a project pool.
 func (h *Harness) Pool(p *structs.Pool) { h.Snap.Pools = append(h.Snap.Pools, p) }
 
+// Topology gives the nodes' cluster (that of the first node) the
+// topology levels levels, widest first.
+func (h *Harness) Topology(levels ...string) {
+	var c structs.ClusterID
+	if len(h.Snap.Nodes) > 0 {
+		c = h.Snap.Nodes[0].Cluster
+	}
+	if h.Snap.Topology == nil {
+		h.Snap.Topology = map[structs.ClusterID][]string{}
+	}
+	h.Snap.Topology[c] = levels
+}
+
 // Advance moves the clock.
 func (h *Harness) Advance(d time.Duration) { h.Now = h.Now.Add(d) }
 
