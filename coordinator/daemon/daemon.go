@@ -102,10 +102,12 @@ type Daemon struct {
 	URL     string // this server's API
 	httpSrv *http.Server
 	backend *LocalBackend
+	fw      *forwarder
 	kube    func() // closes the kubernetes backends
 	cancel  context.CancelFunc
 	done    chan struct{}
 	seeded  chan struct{} // closed once the cluster config this server seeds is in
+	log     *slog.Logger
 }
 
 // Start brings a coordinator up and returns once it serves HTTP.
@@ -232,7 +234,7 @@ func Start(cfg Config) (*Daemon, error) {
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cmp.Or(cfg.HTTPReadTimeout, time.Minute), IdleTimeout: cmp.Or(cfg.HTTPIdleTimeout, 2*time.Minute),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)} // TLS handshake failures, among others
-	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, kube: closeKube, cancel: cancel, done: make(chan struct{}), seeded: make(chan struct{})}
+	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, fw: fw, kube: closeKube, cancel: cancel, done: make(chan struct{}), seeded: make(chan struct{}), log: log}
 	go func() {
 		defer close(d.done)
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -267,12 +269,14 @@ func Start(cfg Config) (*Daemon, error) {
 // prints how to use it then, not before.
 func (d *Daemon) Seeded() <-chan struct{} { return d.seeded }
 
-// Close stops the tasks this process runs, then serving, and shuts Raft
-// down. The tasks stop first, while the server still takes their
-// reports: a task that ends on SIGTERM has its end recorded and exits at
-// once, instead of retrying its report to a server that is gone until
-// the stop's SIGKILL.
+// Close stops scheduling here, requeues the work this process runs
+// (stopLocalTasks), stops its tasks, then serving, and shuts Raft down.
+// The tasks stop while the server still takes their reports: a task that
+// ends on SIGTERM exits at once, instead of retrying its report to a
+// server that is gone until the stop's SIGKILL.
 func (d *Daemon) Close() error {
+	d.Server.Drain()
+	d.stopLocalTasks()
 	d.cancel()
 	d.backend.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -281,6 +285,56 @@ func (d *Daemon) Close() error {
 	<-d.done
 	d.kube()
 	return d.Server.Shutdown()
+}
+
+// stopLocalTasks ends, as stopped by this shutdown, the tasks whose
+// processes this server runs and, if it leads, the Scheduled tasks of
+// local clusters it has not started yet: their jobs are Pending again
+// (state.ReasonShutdown), not failed, and run again when a coordinator
+// schedules (the next `coordinator dev` on the same data directory). Run
+// after Drain, so that nothing is placed or started meanwhile; without a
+// leader to take it within a few seconds, the tasks are stopped all the
+// same and their ends reported as ever.
+func (d *Daemon) stopLocalTasks() {
+	ids := map[structs.TaskID]bool{}
+	for _, id := range d.backend.run.Running() {
+		ids[structs.TaskID(id)] = true
+	}
+	if d.Server.IsLeader() {
+		d.Server.Read(func(st *state.State) {
+			for id, t := range st.Tasks {
+				if t.State == structs.TaskScheduled && localNode(st, t.Node) {
+					ids[id] = true
+				}
+			}
+		})
+	}
+	if len(ids) == 0 {
+		return
+	}
+	now := time.Now()
+	var evs []structs.TaskEvent
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		evs = append(evs, structs.TaskEvent{Task: id, State: structs.TaskLost, Reason: structs.ReasonShutdown, Time: now})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := d.fw.Apply(ctx, &state.TaskUpdate{Events: evs}); err != nil {
+		d.log.Warn("could not requeue the tasks this server stops as it shuts down: their ends are reported as they come", "tasks", len(evs), "err", err)
+		return
+	}
+	d.log.Info("requeued the work this server ran: it runs again when a coordinator schedules", "tasks", len(evs))
+}
+
+// localNode reports whether node is one of a local cluster's, whose
+// tasks are processes of the server that started them.
+func localNode(st *state.State, node structs.NodeID) bool {
+	n := st.Nodes[node]
+	if n == nil {
+		return false
+	}
+	c := st.Clusters[n.Cluster]
+	return c == nil || c.Backend != "kubernetes"
 }
 
 // applyCluster upserts the cluster config through whoever leads, retrying

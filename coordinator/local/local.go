@@ -139,7 +139,9 @@ type Config struct {
 	// task's tmp, so the Unix sockets its programs make in TMPDIR (the
 	// job-type plugin's, mpirun's) stay within the 108 bytes a socket
 	// path may have, however long Dir and the task ID are. Default:
-	// $TMPDIR when it is at most 40 bytes long, else /tmp.
+	// $TMPDIR when it is at most 40 bytes long, else /tmp. New removes
+	// the directories there of backends whose process is gone (killed
+	// before Close).
 	RunDir string
 	// Clock stamps events; time.Now when nil. Stop's grace is measured by
 	// real timers regardless.
@@ -210,7 +212,7 @@ func New(cfg Config) (*Backend, error) {
 			base = "/tmp"
 		}
 	}
-	runDir, err := os.MkdirTemp(base, "atom-")
+	runDir, err := makeRunDir(base)
 	if err != nil {
 		return nil, fmt.Errorf("new local backend: make its directory for the tasks' TMPDIR: %w", err)
 	}

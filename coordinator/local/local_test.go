@@ -35,6 +35,17 @@ func TestMain(m *testing.M) {
 		ln.Close()
 		os.Exit(0)
 	}
+	if base := os.Getenv("LOCAL_TEST_OWN_RUNDIR"); base != "" {
+		// A coordinator that is killed (kill -9) with its backend open.
+		b, err := local.New(local.Config{Dir: os.Getenv("LOCAL_TEST_DIR"), RunDir: base})
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		_ = b
+		fmt.Println("ready")
+		select {}
+	}
 	os.Exit(m.Run())
 }
 

@@ -221,9 +221,14 @@ func (s *Server) scheduleLoop(ctx context.Context, inherited map[allocKey]bool) 
 //  3. commit the plan, if it changes anything, with fresh tokens;
 //  4. drive the backend: start new tasks, stop stopping ones.
 func (s *Server) cycle(ctx context.Context, ls *leaderState) error {
+	s.cycleMu.Lock()
+	defer s.cycleMu.Unlock()
 	s.mu.Lock()
-	paused := s.paused
+	paused, draining := s.paused, s.draining
 	s.mu.Unlock()
+	if draining {
+		return nil
+	}
 	if !paused {
 		if err := s.scheduleOnce(ctx, ls); err != nil {
 			return err

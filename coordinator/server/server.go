@@ -189,8 +189,13 @@ type Server struct {
 	why     map[structs.JobID]*sched.Why // latest cycle's reasons; leader only
 	live    *liveness                    // non-nil while leader work runs
 	paused  bool
-	placed  map[allocKey]time.Time // allocations this process placed, when (leaderState.inherited)
-	warming map[warmKey]*warmRun   // cache warm-ups this term runs; leader only
+	// draining: Drain was called; no cycle runs again.
+	draining bool
+	placed   map[allocKey]time.Time // allocations this process placed, when (leaderState.inherited)
+	warming  map[warmKey]*warmRun   // cache warm-ups this term runs; leader only
+
+	// cycleMu is held through each scheduling cycle (Drain waits on it).
+	cycleMu sync.Mutex
 
 	copies copyFlights // the warm-ups' dataset copies running now
 	extra  extraWork   // leader work from outside (AddLeaderWork)
@@ -496,6 +501,20 @@ func (s *Server) PauseScheduling(paused bool) {
 	s.paused = paused
 	s.mu.Unlock()
 	s.wake()
+}
+
+// Drain stops this server's scheduling loop for good, ahead of its
+// shutdown: while or when it leads it places, starts and stops nothing
+// more (liveness and retention go on). It returns once the cycle in
+// flight, if any, has ended, so that the tasks the caller then stops are
+// all there are: a job requeued by the shutdown is not placed again on a
+// backend that is closing, to wait there a heartbeat TTL for nothing.
+func (s *Server) Drain() {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	s.cycleMu.Lock()
+	defer s.cycleMu.Unlock()
 }
 
 // Why returns why job id is still pending as of the leader's latest cycle,

@@ -32,7 +32,7 @@ func (c *TaskUpdate) apply(s *State) (any, error) {
 		default:
 			return nil, invalidf("task %s: state %q is not allowed: use Running, Succeeded, Failed or Lost", e.Task, e.State)
 		}
-		if err := CheckReason(e); err != nil {
+		if err := checkEvent(e); err != nil {
 			return nil, err
 		}
 	}
@@ -52,6 +52,10 @@ func (s *State) taskEvent(e structs.TaskEvent) {
 		e = stoppedOutside(t, e)
 	}
 	j := s.Jobs[t.Job]
+	if e.Reason == structs.ReasonShutdown {
+		s.shutdownStop(j, t, e)
+		return
+	}
 	if e.State == structs.TaskRunning {
 		started := t.State == structs.TaskScheduled
 		t = s.putTask(t.ID, func(t *structs.Task) {
@@ -133,6 +137,48 @@ func (s *State) lostUnstarted(j *structs.Job, t *structs.Task, e structs.TaskEve
 	s.dropHeld(j.ID)
 	s.restart(j.ID, reason, e.Time)
 	return true
+}
+
+// checkEvent checks a task event's reason: an agent's (CheckReason), or
+// the coordinator's own shutdown, with state Lost.
+func checkEvent(e structs.TaskEvent) error {
+	if e.Reason != structs.ReasonShutdown {
+		return CheckReason(e)
+	}
+	if e.State != structs.TaskLost || len(e.Accelerators) > 0 {
+		return invalidf("task %s: reason %s is only allowed with state Lost and no accelerators", e.Task, e.Reason)
+	}
+	return nil
+}
+
+// shutdownStop ends task t of job j, which the coordinator running it
+// stops as it shuts down (reason ReasonShutdown): not the job's end. A
+// task the coordinator was stopping anyway ends its stop; a batch job is
+// requeued (its siblings stopped first, as in a gang restart) without
+// using its restarts; a service's replica is placed again.
+func (s *State) shutdownStop(j *structs.Job, t *structs.Task, e structs.TaskEvent) {
+	stopping, reason := t.State == structs.TaskStopping, t.StopReason
+	ended := s.putTask(t.ID, func(t *structs.Task) {
+		t.State, t.ExitCode, t.Message, t.EndedAt = structs.TaskLost, 0, structs.ShutdownMessage, e.Time
+	})
+	s.record(taskEventOf(e.Time, ended, structs.EventStopped, "%s %s", replicaName(ended), structs.ShutdownMessage))
+	switch {
+	case j == nil || t.Attempt != j.Attempt || j.State.Ended():
+	case stopping:
+		s.afterStop(j.ID, reason, e.Time)
+	case t.Executor != "":
+		// A Spark executor is no replica: its driver stops with it.
+	case j.Kind == structs.KindService:
+		why := fmt.Sprintf("replica %d %s; placing it again", t.Index, structs.ShutdownMessage)
+		s.putJob(j.ID, func(j *structs.Job) { j.Reason = why })
+		s.jobEvent(e.Time, j.ID, structs.EventRestarting, "%s", why)
+		s.pruneEnded(j.ID)
+	default:
+		why := "requeued: " + structs.ShutdownMessage
+		s.putJob(j.ID, func(j *structs.Job) { j.Interrupted++; j.Reason = why })
+		s.dropHeld(j.ID)
+		s.restart(j.ID, why, e.Time)
+	}
 }
 
 // restart stops the live tasks of job id's current attempt (a gang
@@ -271,7 +317,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e structs.TaskEvent
 		return
 	}
 	why := fmt.Sprintf("replica %d %s", t.Index, describeExit(e))
-	restarts := j.Attempt - j.Preemptions - j.PreflightFailures - j.LostUnstarted
+	restarts := j.Restarts()
 	if j.RestartPolicy != structs.RestartOnFailure || restarts >= MaxRestarts {
 		s.endJob(id, structs.JobFailed, why, e.Time, structs.StopCancelled)
 		return

@@ -133,7 +133,7 @@ func (s *State) warmUpFailed(j *structs.Job, cluster structs.ClusterID, msg stri
 		s.putJob(j.ID, func(j *structs.Job) { j.Reason = why })
 		return
 	}
-	restarts := j.Attempt - j.Preemptions - j.PreflightFailures - j.LostUnstarted
+	restarts := j.Restarts()
 	if j.RestartPolicy != structs.RestartOnFailure || restarts >= MaxRestarts {
 		s.endJob(j.ID, structs.JobFailed, why, now, structs.StopCancelled)
 		return

@@ -121,7 +121,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			continue
 		}
 		if in.Now.Before(j.BackoffUntil) {
-			what := fmt.Sprintf("restart %d", j.Attempt-j.Preemptions-j.PreflightFailures-j.LostUnstarted)
+			what := fmt.Sprintf("restart %d", j.Restarts())
 			if j.Kind == structs.KindService {
 				what = fmt.Sprintf("%d replica exits in a row", j.CrashLoop)
 			}

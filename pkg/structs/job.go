@@ -63,7 +63,24 @@ const (
 	// takes it as the end of its own stop if it was stopping the task,
 	// else as the task lost, not the job's failure.
 	ReasonStoppedOutside = "StoppedOutside"
+	// ReasonShutdown marks a task's end that the coordinator running
+	// it reports as it shuts down (its local processes stop with it):
+	// the job is requeued, not failed, and runs again once a
+	// coordinator schedules (the next `coordinator dev` on the same
+	// data directory).
+	ReasonShutdown = "CoordinatorShutdown"
 )
+
+// ShutdownMessage is what a task stopped by its coordinator's shutdown
+// ended with.
+const ShutdownMessage = "stopped: coordinator shutting down"
+
+// Restarts is how often j was placed again after a failure of its own:
+// its attempts less those that were not its fault (preemptions, failed
+// preflights, tasks lost before they ran, coordinator shutdowns).
+func (j *Job) Restarts() int {
+	return j.Attempt - j.Preemptions - j.PreflightFailures - j.LostUnstarted - j.Interrupted
+}
 
 // RestartPolicy says what happens when a replica ends or is lost.
 type RestartPolicy string
@@ -157,13 +174,15 @@ type Job struct {
 	PoolOnly bool `json:"poolOnly,omitempty"`
 	// PreflightFailures counts requeues after a failed accelerator
 	// preflight: like Preemptions, they are not restarts (not the job's
-	// fault). Attempt - Preemptions - PreflightFailures - LostUnstarted
-	// is the restarts.
+	// fault). Restarts() is the restarts.
 	PreflightFailures int `json:"preflightFailures,omitempty"`
 	// LostUnstarted counts requeues after a task was lost before it ever
 	// ran (its leader placed it and went before starting it): not
 	// restarts either.
 	LostUnstarted int `json:"lostUnstarted,omitempty"`
+	// Interrupted counts requeues after the coordinator that ran its
+	// tasks shut down and stopped them (ReasonShutdown): not restarts.
+	Interrupted int `json:"interrupted,omitempty"`
 	// WarmUps are the cache warm-ups the job's placed tasks wait for
 	// (one per cluster that lacked its datasets); empty when none.
 	WarmUps []WarmUp `json:"warmUps,omitempty"`
