@@ -84,12 +84,16 @@ func PlaceExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, pod Exe
 			}
 		}
 	}
-	as := w.placeReplicas(c, 0, 1, true)
-	if len(as) != 1 {
-		return TaskPlacement{}, e.noRoom()
+	// In the driver's topology domain when its job asks for one
+	// (executorDomains).
+	for _, d := range e.doms {
+		c.setDom(d)
+		if as := w.placeReplicas(c, 0, 1, true); len(as) == 1 {
+			a := as[0]
+			return TaskPlacement{Index: -1, Node: w.nodes[a.ni].n.Name, Pool: driver.Pool, Resources: a.res, Accels: a.accels}, nil
+		}
 	}
-	a := as[0]
-	return TaskPlacement{Index: -1, Node: w.nodes[a.ni].n.Name, Pool: driver.Pool, Resources: a.res, Accels: a.accels}, nil
+	return TaskPlacement{}, e.noRoom()
 }
 
 // executorCtx is one executor Pod to place: a world of its own (the nodes
@@ -102,6 +106,7 @@ type executorCtx struct {
 	res   structs.Resources
 	where string // "pool P of cluster C"
 	ex    podExclusion
+	doms  []int32 // the topology domains it may go to, in order (executorDomains)
 }
 
 func newExecutorCtx(snap *Snapshot, j *structs.Job, driver *structs.Task, pod ExecutorPod) (*executorCtx, error) {
@@ -133,7 +138,14 @@ func newExecutorCtx(snap *Snapshot, j *structs.Job, driver *structs.Task, pod Ex
 			where, ex.reasons(), ErrNoRoom)
 	}
 	c := w.newCtx(ask{j: executorJobFor(j, res), execPod: pod.Name}, structs.Shape{Replicas: 1, Resources: res}, []int16{pool}, cl)
-	return &executorCtx{w: w, c: c, j: j, res: res, where: where, ex: ex}, nil
+	doms := w.executorDomains(c, ni)
+	if len(doms) == 0 {
+		return nil, fmt.Errorf("job %s requires one %s, and its driver's node %s is in none: %w", j.ID, j.Topology.Required, driver.Node, ErrNoRoom)
+	}
+	if d := doms[0]; d >= 0 && c.required() {
+		where = w.domainName(d) + " of " + where
+	}
+	return &executorCtx{w: w, c: c, j: j, res: res, where: where, ex: ex, doms: doms}, nil
 }
 
 // noRoom says that no node has room for the executor now.

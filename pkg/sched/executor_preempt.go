@@ -100,6 +100,7 @@ func PreemptForExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, po
 			return nil, Reservation{}, fmt.Errorf("low-priority jobs on node %s are being stopped to make room for it: %w", r.Node, ErrNoRoom)
 		}
 	}
+	c.setDom(e.doms[len(e.doms)-1]) // the widest it may use
 	if w.fitsAll(c, 1) {
 		return nil, Reservation{}, fmt.Errorf("an executor of job %s fits now, without preempting: %w", j.ID, ErrNoRoom)
 	}
@@ -108,7 +109,11 @@ func PreemptForExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, po
 		return nil, Reservation{}, noRoom // a low job preempts nothing
 	}
 	var chosen []*victim
-	if w.lowTasks > 0 {
+	for _, d := range e.doms {
+		if w.lowTasks == 0 || chosen != nil {
+			break
+		}
+		c.setDom(d) // the driver's topology domain first
 		if cands := w.candidates(c); len(cands) > 0 {
 			chosen = w.victimsOneNode(c, cands)
 		}

@@ -232,8 +232,12 @@ func (w *world) victimsOneNode(c *jobCtx, cands []*victim) []*victim {
 	return best
 }
 
-// victimsGang adds victims in order until the replicas fit, then prunes.
+// victimsGang adds victims in order until the replicas fit, then prunes;
+// within one domain of the gang's topology if it asks for one.
 func (w *world) victimsGang(c *jobCtx, cands []*victim, missing []int) []*victim {
+	if c.topo != nil {
+		return w.victimsTopo(c, cands, len(missing))
+	}
 	fits := func() bool { return w.fitsAll(c, len(missing)) }
 	return w.cheapestSet(cands, fits)
 }

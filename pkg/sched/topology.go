@@ -432,3 +432,25 @@ func (w *world) gangDomain(c *jobCtx, lvl int) (d int32, ok bool) {
 	}
 	return -1, !c.required()
 }
+
+// executorDomains lists where one more executor of c's spark job, whose
+// driver runs on node ni, may go, in order: the driver's domain of its
+// topology level, and if it only prefers it, those of each wider level,
+// then anywhere (-1). Without topology: anywhere. Empty when it requires
+// a level and the driver's node is in no domain of it.
+func (w *world) executorDomains(c *jobCtx, ni int32) []int32 {
+	if c.topo == nil {
+		return []int32{-1}
+	}
+	n := &w.nodes[ni]
+	var out []int32
+	for l := int(c.tl[n.cluster]); l >= 0; l-- {
+		if n.doms != nil && n.doms[l] >= 0 {
+			out = append(out, n.doms[l])
+		}
+		if c.required() {
+			return out
+		}
+	}
+	return append(out, -1)
+}
