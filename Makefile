@@ -36,7 +36,8 @@ bench-sched: deps
 bench-raft: deps
 	$(GO) run ./test/benchraft
 
-# Alibaba GPU trace replay: atom vs First-Fit, Best-Fit, Random.
+# Alibaba GPU trace replays: packing (atom vs First-Fit, Best-Fit, Random)
+# and contended (atom vs atom-fifo, First-Fit, Best-Fit); exits 1 on a missed target.
 sim: deps
 	$(GO) run ./test/sim
 

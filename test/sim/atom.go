@@ -183,16 +183,20 @@ func (a *atomPolicy) place(r *request) (bool, error) {
 	return true, nil
 }
 
-// call runs the core on the snapshot for the one pending job j. A panic in
-// the core is returned as an error naming the job, so the replay stops with
-// the failing input identified.
+// call runs the core on the snapshot for the one pending job j.
 func (a *atomPolicy) call(j *structs.Job) (plan *sched.Plan, err error) {
+	return safeSchedule(a.schedule, a.snap, sched.Input{Pending: []*structs.Job{j}, Now: simNow, Seed: a.seed})
+}
+
+// safeSchedule runs schedule. A panic in the core is returned as an
+// error, so the replay stops with the failing input identified.
+func safeSchedule(schedule scheduleFunc, snap *sched.Snapshot, in sched.Input) (plan *sched.Plan, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("Schedule panicked: %v\n%s", v, debug.Stack())
 		}
 	}()
-	plan = a.schedule(a.snap, sched.Input{Pending: []*structs.Job{j}, Now: simNow, Seed: a.seed})
+	plan = schedule(snap, in)
 	if plan == nil {
 		return nil, errors.New("Schedule returned no plan")
 	}

@@ -1,10 +1,16 @@
 // Command sim replays the Alibaba GPU cluster trace (cluster-trace-gpu-v2023,
 // Weng et al., USENIX ATC '23; copies in testdata/) through atom's scheduling
-// core and three classic baselines, and compares their GPU allocation rates
-// (DESIGN §9: atom must beat Best-Fit side by side in one run).
+// core and classic baselines, side by side in one run (DESIGN §9): a packing
+// replay per pod list, where atom must beat Best-Fit's GPU allocation rate,
+// and a contended replay with departures, tenants and priorities, where
+// atom must be the fairest without losing utilisation or more work to
+// preemption.
 //
-//	make sim                      # = go run ./test/sim: 3 traces × 4 policies × 10 seeds
+//	make sim                      # = go run ./test/sim: all 4 traces × their policies × 10 seeds
 //	go run ./test/sim -seeds 1 -trace gpuspec33 -policy atom,best-fit -why
+//	go run ./test/sim -seeds 1 -trace contended -policy atom,first-fit
+//
+// # Packing replays
 //
 // The experiment, per pod list (default, multigpu50, gpuspec33) and seed:
 //
@@ -35,6 +41,77 @@
 // Output is key=value: one line per trace and policy starting with
 // trace=, policy= and gpu_alloc_rate= (4 decimals), an atom_vs_best_fit
 // ratio per trace, and the total runtime; stderr has failures by GPU count,
-// free GPUs by model at the end, and the core's time per call. The command
-// exits 1 if atom does not beat best-fit on a trace, 2 on errors.
+// free GPUs by model at the end, and the core's time per call.
+//
+// # Contended replay (trace=contended)
+//
+// Quota is oversubscribed, so who goes next decides who gets the cluster.
+// Per seed (workload.go, contended.go):
+//
+//   - The cluster is one GPU node in 16 of the node list (in file order:
+//     76 nodes, 414 GPUs, the list's mix of models), so that 10 seeds of
+//     all four policies run in about a minute; the full list would need
+//     about 16 times the jobs. No CPU-only node: every job asks for GPUs.
+//   - Jobs are the GPU tasks of the default pod list that ran (6,203 with a
+//     scheduled and a deletion time), drawn uniformly with replacement
+//     (math/rand/v2 PCG seeded with the seed): cpu_milli, memory, GPUs
+//     (fractional rounded up to one) and run time = deletion_time -
+//     scheduled_time. qos BE is low priority, every other class (LS,
+//     Burstable, Guaranteed) normal. Tasks atom could never place on the
+//     sampled nodes (sched.Admit) are left out.
+//   - Jobs arrive as a Poisson stream over 8 simulated hours, at the rate
+//     that asks for 1.5 × the cluster's GPUs in GPU-seconds per second (run
+//     times counted up to the 8 hours): about 5,300 jobs. Each is
+//     submitted by one of 8 tenants (users t1..t8): t1 submits half of all
+//     jobs, t2..t8 the other half in the ratio 7:6:5:4:3:2:1.
+//   - Public-pool GPU quotas add up to twice the cluster's GPUs, in the
+//     tenants' shares of jobs (t1: as many GPUs as the cluster). A normal
+//     job holds its tenant's quota from submission to its end; a
+//     submission over quota is refused, and its tenant submits it again at
+//     every cycle, oldest first, until accepted (its later jobs wait
+//     behind it). Low jobs use no quota.
+//   - A scheduling cycle runs every 30 simulated seconds (the coordinator
+//     runs one whenever something changed). A placed job runs at once for
+//     its run time, then ends and frees its GPUs; a preempted job stops 30
+//     seconds later (the coordinator's stop grace), loses its work and is
+//     pending again, to run its whole run time from the start. Jobs never
+//     time out pending and are never failed for being preempted too often,
+//     so every policy keeps every job.
+//   - Figures are over the measured window, hours 1..8 (the first hour
+//     fills the empty cluster), averaged over seeds 1..N:
+//     gpu_util: GPU-hours held by jobs / GPU-hours of the cluster;
+//     jain: Jain's fairness index (Σx)²/(n·Σx²) over the tenants that
+//     asked for GPUs in a one-hour window, of x = GPU-hours received / GPU-
+//     hours asked for there (a job asks for its GPUs from its arrival until
+//     it ends, and receives them while it holds them), averaged over the
+//     windows; normal_wait_p50_s and normal_wait_p99_s: from a normal job's
+//     arrival to its first placement, nearest rank, jobs arrived in the
+//     window (one still waiting at the end counts what it has waited);
+//     preempted_gpu_hours: the GPU-hours preempted attempts had held when
+//     they stopped (work lost).
+//
+// Policies, all seeing the same arrivals per seed:
+//
+//   - atom, atom-fifo: the coordinator's replicated state (coordinator/state)
+//     changed only by the commands its leader and agents send (JobSubmit,
+//     PlanCommit, TaskUpdate, JobsExpire; times inside them), and
+//     sched.Schedule deciding each cycle on the state's snapshot and pending
+//     jobs, as the leader's cycle does (engine_atom.go). Quota, order,
+//     placement, preemption and requeueing are theirs; the replay adds no
+//     rule. atom-fifo is today's order (priority, then time pending) and
+//     victim choice.
+//   - first-fit (what a default Kubernetes does), best-fit: kube-scheduler's
+//     queue (priority, then oldest first) over raw requests, the first node
+//     that fits or the one left with the fewest free GPUs; a job that does
+//     not fit does not block those behind it; no preemption; quota as a
+//     ResourceQuota on GPUs (engine_fifo.go).
+//
+// One line per policy: trace=contended policy=P gpu_util= jain=
+// normal_wait_p50_s= normal_wait_p99_s= preempted_gpu_hours=; stderr has
+// jobs, preemptions, cycles and the core's time. Targets: atom's jain at
+// least 0.9 and above every other policy's; its gpu_util within 1 point
+// (0.01) of the best policy's; its preempted_gpu_hours below atom-fifo's.
+//
+// The command exits 1 if a target of a replayed trace is missed (it says
+// which on stderr), 2 on errors.
 package main

@@ -148,26 +148,35 @@ func loadRequests(dir, trace string) ([]request, error) {
 	}
 	reqs := make([]request, 0, len(rows))
 	for i, row := range rows {
-		v, err := parseInts(row, "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+		r, err := parseRequest(row)
 		if err != nil {
 			return nil, fmt.Errorf("%s row %d: %w", path, i+2, err)
 		}
-		gpus := v[2]
-		if gpus == 0 && v[3] > 0 { // a GPU share without a count: one GPU
-			gpus = 1
-		}
-		reqs = append(reqs, request{
-			Name:     row["name"],
-			MilliCPU: v[0],
-			Memory:   v[1] << 20,
-			GPUs:     gpus,
-			Models:   parseSpec(row["gpu_spec"]),
-		})
+		reqs = append(reqs, r)
 	}
 	if len(reqs) == 0 {
 		return nil, fmt.Errorf("%s: no tasks", path)
 	}
 	return reqs, nil
+}
+
+// parseRequest reads one pod list row as a request.
+func parseRequest(row map[string]string) (request, error) {
+	v, err := parseInts(row, "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+	if err != nil {
+		return request{}, err
+	}
+	gpus := v[2]
+	if gpus == 0 && v[3] > 0 { // a GPU share without a count: one GPU
+		gpus = 1
+	}
+	return request{
+		Name:     row["name"],
+		MilliCPU: v[0],
+		Memory:   v[1] << 20,
+		GPUs:     gpus,
+		Models:   parseSpec(row["gpu_spec"]),
+	}, nil
 }
 
 // parseSpec splits a gpu_spec ("V100M16|V100M32") into sorted, distinct

@@ -42,8 +42,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	var trace, policy string
 	fs.IntVar(&c.Seeds, "seeds", 10, "number of seeds (1..N) to average over")
-	fs.StringVar(&trace, "trace", "", "pod list to replay: "+strings.Join(traces, ", ")+" (default all)")
-	fs.StringVar(&policy, "policy", "", "comma-separated policies: "+strings.Join(policies, ", ")+" (default all)")
+	fs.StringVar(&trace, "trace", "", "trace to replay: "+strings.Join(allTraces(), ", ")+" (default all)")
+	fs.StringVar(&policy, "policy", "", "comma-separated policies: "+strings.Join(allPolicies(), ", ")+" (default all; each trace replays those it knows)")
 	fs.StringVar(&c.DataDir, "data", "", "directory holding the trace CSVs (default test/sim/testdata)")
 	fs.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), "replays run in parallel")
 	fs.BoolVar(&c.Why, "why", false, "print on stderr why atom's core left tasks unplaced")
@@ -57,19 +57,19 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-seeds %d: need at least 1", c.Seeds)
 	}
 	c.Workers = max(c.Workers, 1)
-	c.Traces = traces
+	c.Traces = allTraces()
 	if trace != "" {
-		if !slices.Contains(traces, trace) {
-			return nil, fmt.Errorf("-trace %q: use one of %s", trace, strings.Join(traces, ", "))
+		if !slices.Contains(c.Traces, trace) {
+			return nil, fmt.Errorf("-trace %q: use one of %s", trace, strings.Join(c.Traces, ", "))
 		}
 		c.Traces = []string{trace}
 	}
-	c.Policies = policies
+	c.Policies = allPolicies()
 	if policy != "" {
 		c.Policies = nil
 		for p := range strings.SplitSeq(policy, ",") {
-			if !slices.Contains(policies, p) {
-				return nil, fmt.Errorf("-policy %q: use %s", p, strings.Join(policies, ", "))
+			if !slices.Contains(allPolicies(), p) {
+				return nil, fmt.Errorf("-policy %q: use %s", p, strings.Join(allPolicies(), ", "))
 			}
 			c.Policies = append(c.Policies, p)
 		}
@@ -80,8 +80,40 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	return c, nil
 }
 
-// run is main without the exit: 0 when atom beats best-fit on every trace
-// replayed with both, 1 when it does not, 2 on errors.
+// allTraces lists every trace: the packing pod lists, then the contended
+// replay.
+func allTraces() []string { return append(slices.Clone(traces), traceContended) }
+
+// allPolicies lists every policy of any trace.
+func allPolicies() []string {
+	out := slices.Clone(policies)
+	for _, p := range contendedPolicies {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// policiesFor returns the policies asked for that trace knows, in its
+// output order.
+func (c *config) policiesFor(trace string) []string {
+	known := policies
+	if trace == traceContended {
+		known = contendedPolicies
+	}
+	var out []string
+	for _, p := range known {
+		if slices.Contains(c.Policies, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// run is main without the exit: 0 when every target of the traces
+// replayed is met (atom beats best-fit on each packing trace; the
+// contended targets, contended.go), 1 when one is not, 2 on errors.
 func run(args []string, stdout, stderr io.Writer) int {
 	c, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -98,6 +130,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	code := report(c, results, stdout, stderr)
+	if slices.Contains(c.Traces, traceContended) {
+		cres, err := replayContended(c, coreSchedule)
+		if err != nil {
+			fmt.Fprintln(stderr, "sim:", err)
+			return 2
+		}
+		code = max(code, reportContended(c, cres, stdout, stderr))
+	}
 	fmt.Fprintf(stdout, "seeds=%d workers=%d total_seconds=%.1f\n", c.Seeds, c.Workers, time.Since(start).Seconds())
 	return code
 }
@@ -114,6 +154,9 @@ func replayAll(c *config, schedule scheduleFunc) (map[string]map[string][]*resul
 
 	var runs []*replay
 	for _, t := range c.Traces {
+		if t == traceContended {
+			continue
+		}
 		reqs, err := loadRequests(c.DataDir, t)
 		if err != nil {
 			return nil, err
@@ -123,7 +166,7 @@ func replayAll(c *config, schedule scheduleFunc) (map[string]map[string][]*resul
 			if err != nil {
 				return nil, fmt.Errorf("trace %s: %w", t, err)
 			}
-			for _, p := range c.Policies {
+			for _, p := range c.policiesFor(t) {
 				runs = append(runs, &replay{Trace: t, Policy: p, Seed: uint64(s),
 					Nodes: nodes, Atom: atomNodes, Reqs: reqs, Arrivals: arr, Schedule: schedule})
 			}
@@ -132,20 +175,7 @@ func replayAll(c *config, schedule scheduleFunc) (map[string]map[string][]*resul
 
 	out := make([]*result, len(runs))
 	errs := make([]error, len(runs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range c.Workers {
-		wg.Go(func() {
-			for i := range next {
-				out[i], _, errs[i] = runs[i].run()
-			}
-		})
-	}
-	for i := range runs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	parallel(len(runs), c.Workers, func(i int) { out[i], _, errs[i] = runs[i].run() })
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -158,6 +188,24 @@ func replayAll(c *config, schedule scheduleFunc) (map[string]map[string][]*resul
 		byTrace[r.Trace][r.Policy] = append(byTrace[r.Trace][r.Policy], r)
 	}
 	return byTrace, nil
+}
+
+// parallel runs f(0..n-1), workers at a time.
+func parallel(n, workers int, f func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				f(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // summary is a policy's results on one trace, averaged over seeds.
@@ -203,8 +251,11 @@ func summarize(rs []*result) summary {
 func report(c *config, results map[string]map[string][]*result, stdout, stderr io.Writer) int {
 	code := 0
 	for _, t := range c.Traces {
+		if t == traceContended {
+			continue
+		}
 		sums := map[string]summary{}
-		for _, p := range c.Policies {
+		for _, p := range c.policiesFor(t) {
 			s := summarize(results[t][p])
 			sums[p] = s
 			fmt.Fprintf(stdout, "trace=%s policy=%s gpu_alloc_rate=%.4f placed_tasks=%.1f failed_tasks=%.1f arrived_tasks=%.1f min_rate=%.4f max_rate=%.4f seconds=%.2f\n",

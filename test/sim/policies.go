@@ -84,17 +84,34 @@ func (b *baseline) fits(i int, r *request) bool {
 }
 
 func (b *baseline) place(r *request) (bool, error) {
-	i := b.choose(b, r)
+	i := b.take(r)
 	if i < 0 {
 		return false, nil
 	}
-	f := &b.free[i]
-	f.MilliCPU -= r.MilliCPU
-	f.Memory -= r.Memory
-	f.GPUs -= r.GPUs
-	b.alloc += r.GPUs
 	b.Placed = append(b.Placed, placement{Req: r, Node: i})
 	return true, nil
+}
+
+// take puts r on the node the policy chooses and returns its index, or
+// -1 if no node fits.
+func (b *baseline) take(r *request) int {
+	i := b.choose(b, r)
+	if i >= 0 {
+		b.add(i, r, 1)
+	}
+	return i
+}
+
+// release gives back what r took on node i.
+func (b *baseline) release(r *request, i int) { b.add(i, r, -1) }
+
+// add takes sign × r of node i.
+func (b *baseline) add(i int, r *request, sign int64) {
+	f := &b.free[i]
+	f.MilliCPU -= sign * r.MilliCPU
+	f.Memory -= sign * r.Memory
+	f.GPUs -= sign * r.GPUs
+	b.alloc += sign * r.GPUs
 }
 
 func (b *baseline) allocatedGPUs() int64 { return b.alloc }
