@@ -174,7 +174,8 @@ func nodeStatuses(st *state.State, only structs.NodeID) []wire.NodeStatus {
 			continue
 		}
 		idx[k] = len(out)
-		out = append(out, wire.NodeStatus{Node: *st.Nodes[k]})
+		n := st.Nodes[k]
+		out = append(out, wire.NodeStatus{Node: *n, Domains: nodeDomains(st, n)})
 	}
 	for _, t := range st.Tasks {
 		i, ok := idx[t.Node]
@@ -195,6 +196,21 @@ func nodeStatuses(st *state.State, only structs.NodeID) []wire.NodeStatus {
 			a.Devices[d] += n
 		}
 		out[i].Tasks++
+	}
+	return out
+}
+
+// nodeDomains lists node n's topology domains in its cluster, widest first.
+func nodeDomains(st *state.State, n *structs.Node) []wire.NodeDomain {
+	c := st.Clusters[n.Cluster]
+	if c == nil || c.Topology == nil {
+		return nil
+	}
+	var out []wire.NodeDomain
+	for _, l := range c.Topology.Levels {
+		if v := n.Tags[l]; v != "" {
+			out = append(out, wire.NodeDomain{Level: l, Domain: v})
+		}
 	}
 	return out
 }

@@ -215,8 +215,14 @@ func nodeList(c *cli.Context) error {
 			fmt.Fprintln(w, "no nodes")
 			return
 		}
+		// DOMAINS only where some cluster has topology levels.
+		topo := slices.ContainsFunc(nodes, func(n wire.NodeStatus) bool { return len(n.Domains) > 0 })
 		tw := tab(w)
-		row(tw, "NAME", "CLUSTER", "POOL", "STATE", "CPU", "MEMORY", "ACCELERATORS", "DEVICES", "QUARANTINED", "TASKS", "TAGS")
+		head := []any{"NAME", "CLUSTER", "POOL", "STATE", "CPU", "MEMORY", "ACCELERATORS", "DEVICES", "QUARANTINED", "TASKS"}
+		if topo {
+			head = append(head, "DOMAINS")
+		}
+		row(tw, append(head, "TAGS")...)
 		for _, n := range nodes {
 			accels := ""
 			if n.Capacity.Accels > 0 {
@@ -226,10 +232,18 @@ func nodeList(c *cli.Context) error {
 			for _, d := range slices.Sorted(maps.Keys(n.Capacity.Devices)) {
 				devices = append(devices, fmt.Sprintf("%s %d/%d", d, n.Allocated.Devices[d], n.Capacity.Devices[d]))
 			}
-			row(tw, n.Name, n.Cluster, n.PoolName(), n.State,
-				structs.FormatMilliCPU(n.Allocated.MilliCPU)+"/"+structs.FormatMilliCPU(n.Capacity.MilliCPU),
-				structs.FormatBytes(n.Allocated.Memory)+"/"+structs.FormatBytes(n.Capacity.Memory),
-				accels, strings.Join(devices, ","), quarantinedCell(&n.Node), n.Tasks, tags(n.Tags))
+			cells := []any{n.Name, n.Cluster, n.PoolName(), n.State,
+				structs.FormatMilliCPU(n.Allocated.MilliCPU) + "/" + structs.FormatMilliCPU(n.Capacity.MilliCPU),
+				structs.FormatBytes(n.Allocated.Memory) + "/" + structs.FormatBytes(n.Capacity.Memory),
+				accels, strings.Join(devices, ","), quarantinedCell(&n.Node), n.Tasks}
+			if topo {
+				var ds []string // zone=z1,rack=r3
+				for _, d := range n.Domains {
+					ds = append(ds, structs.LevelName(d.Level)+"="+d.Domain)
+				}
+				cells = append(cells, strings.Join(ds, ","))
+			}
+			row(tw, append(cells, tags(n.Tags))...)
 		}
 		tw.Flush()
 	})
@@ -287,10 +301,23 @@ func clusterList(c *cli.Context) error {
 			fmt.Fprintln(w, "no clusters")
 			return
 		}
+		topo := slices.ContainsFunc(clusters, func(c *structs.Cluster) bool { return c.Topology != nil })
 		tw := tab(w)
-		row(tw, "NAME", "BACKEND", "REDIS")
+		if topo {
+			row(tw, "NAME", "BACKEND", "REDIS", "TOPOLOGY")
+		} else {
+			row(tw, "NAME", "BACKEND", "REDIS")
+		}
 		for _, cl := range clusters {
-			row(tw, cl.Name, cl.Backend, cl.Redis)
+			if !topo {
+				row(tw, cl.Name, cl.Backend, cl.Redis)
+				continue
+			}
+			var levels []string
+			if cl.Topology != nil {
+				levels = cl.Topology.Levels
+			}
+			row(tw, cl.Name, cl.Backend, cl.Redis, strings.Join(levels, ","))
 		}
 		tw.Flush()
 	})

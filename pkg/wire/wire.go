@@ -103,6 +103,16 @@ type NodeStatus struct {
 	// Allocated sums the resources of the tasks that hold the node.
 	Allocated structs.Resources `json:"allocated"`
 	Tasks     int               `json:"tasks"` // tasks holding resources
+	// Domains are the node's topology domains, widest first: one per
+	// level of its cluster's topology where it has the level's label.
+	Domains []NodeDomain `json:"domains,omitempty"`
+}
+
+// NodeDomain is a node's domain at one topology level: its value of the
+// level's label.
+type NodeDomain struct {
+	Level  string `json:"level"`  // the label key
+	Domain string `json:"domain"` // its value
 }
 
 // NodeList answers GET /v1/nodes.
