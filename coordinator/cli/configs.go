@@ -18,33 +18,34 @@ import (
 // config and secret: the same commands for both kinds.
 func configCommand(kind structs.ConfigKind) *cli.Command {
 	projectFlag := &cli.StringFlag{Name: "project", Usage: "the project's (its members share it); default: yours"}
+	userFlag := &cli.StringFlag{Name: "user", Usage: "another user's (admins); default: yours"}
 	dataFlags := []cli.Flag{
 		&cli.StringSliceFlag{Name: "from-file", Usage: "[KEY=]PATH: a file's bytes as KEY (default: the file's name); a directory: each of its files (repeat)"},
 		&cli.StringSliceFlag{Name: "from-literal", Usage: "KEY=VALUE (repeat)"},
-		projectFlag, outputFlag(),
+		projectFlag, userFlag, outputFlag(),
 	}
 	what := map[structs.ConfigKind]string{
 		structs.ConfigKindConfig: "configs: files a job mounts or takes as environment variables (configs: [{config: NAME, mountPath: /etc/x}])",
 		structs.ConfigKindSecret: "secrets: passwords, tokens and keys a job mounts or takes as environment variables (configs: [{secret: NAME, env: true}]), kept encrypted; their values are never listed",
 	}[kind]
 	get := &cli.Command{Name: "get", Usage: "show one (a config's values too; a secret's keys, sizes and digest)", ArgsUsage: "NAME",
-		Flags: []cli.Flag{projectFlag, outputFlag()}, Action: configGet(kind)}
+		Flags: []cli.Flag{projectFlag, userFlag, outputFlag()}, Action: configGet(kind)}
 	cmd := &cli.Command{
 		Name:  string(kind),
 		Usage: "manage " + what,
 		Subcommands: []*cli.Command{
 			{Name: "create", Usage: "create one", ArgsUsage: "NAME", Flags: dataFlags, Action: configPut(kind, true),
-				UsageText: fmt.Sprintf("coordinator %s create NAME --from-file KEY=PATH ... [--from-literal KEY=VALUE ...] [--project P]", kind)},
+				UsageText: fmt.Sprintf("coordinator %s create NAME --from-file KEY=PATH ... [--from-literal KEY=VALUE ...] [--project P | --user U]", kind)},
 			get,
-			{Name: "list", Usage: "list yours and your projects'", Flags: []cli.Flag{projectFlag, outputFlag()}, Action: configList(kind)},
+			{Name: "list", Usage: "list yours and your projects' (admins: everyone's)", Flags: []cli.Flag{projectFlag, userFlag, outputFlag()}, Action: configList(kind)},
 			{Name: "update", Usage: "replace its data with the given keys (a new version; running tasks keep theirs: coordinator service restart ID)", ArgsUsage: "NAME",
 				Flags: dataFlags, Action: configPut(kind, false)},
-			{Name: "delete", Usage: "delete one no job that has not ended uses", ArgsUsage: "NAME", Flags: []cli.Flag{projectFlag}, Action: configDelete(kind)},
+			{Name: "delete", Usage: "delete one no job that has not ended uses", ArgsUsage: "NAME", Flags: []cli.Flag{projectFlag, userFlag}, Action: configDelete(kind)},
 		},
 	}
 	if kind == structs.ConfigKindSecret {
 		get.Flags = append(get.Flags, &cli.StringFlag{Name: "show", Usage: "print the value of this key, as it is (its owner only; a project's: its members)"})
-		get.UsageText = "coordinator secret get NAME [--project P] [--show KEY]"
+		get.UsageText = "coordinator secret get NAME [--project P | --user U] [--show KEY]"
 		cmd.Subcommands = append(cmd.Subcommands, &cli.Command{Name: "rekey", Usage: "seal every secret again with the keyring's first key, after a key rotation (admins)",
 			Flags: []cli.Flag{outputFlag()}, Action: secretRekey})
 	}
@@ -54,9 +55,10 @@ func configCommand(kind structs.ConfigKind) *cli.Command {
 // configArgs is a config command's NAME and flags, which may come before
 // NAME or after it (coordinator config create NAME --from-file a=b).
 type configArgs struct {
-	name                  string
-	files, literals       []string
-	project, show, output string
+	name            string
+	files, literals []string
+	project, user   string
+	show, output    string
 }
 
 type repeated struct{ vals *[]string }
@@ -66,7 +68,7 @@ func (r repeated) Set(v string) error { *r.vals = append(*r.vals, v); return nil
 
 func parseConfigArgs(c *cli.Context) (configArgs, error) {
 	a := configArgs{files: c.StringSlice("from-file"), literals: c.StringSlice("from-literal"), project: c.String("project"),
-		show: c.String("show"), output: c.String("output")}
+		user: c.String("user"), show: c.String("show"), output: c.String("output")}
 	args := c.Args().Slice()
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return a, usagef("usage: %s NAME", c.Command.HelpName)
@@ -82,6 +84,7 @@ func parseConfigArgs(c *cli.Context) (configArgs, error) {
 		fs.StringVar(&a.show, "show", a.show, "")
 	}
 	fs.StringVar(&a.project, "project", a.project, "")
+	fs.StringVar(&a.user, "user", a.user, "")
 	fs.StringVar(&a.output, "output", a.output, "")
 	fs.StringVar(&a.output, "o", a.output, "")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -90,12 +93,28 @@ func parseConfigArgs(c *cli.Context) (configArgs, error) {
 	if fs.NArg() > 0 {
 		return a, usagef("usage: %s NAME: one name only, got also %s", c.Command.HelpName, strings.Join(fs.Args(), " "))
 	}
+	if a.project != "" && a.user != "" {
+		return a, usagef("%s: give --project or --user, not both", c.Command.HelpName)
+	}
 	if a.output != c.String("output") {
 		if err := c.Set("output", a.output); err != nil {
 			return a, usagef("%v", err)
 		}
 	}
 	return a, nil
+}
+
+// owner is the owner --project or --user names ("": the caller).
+func (a configArgs) owner() structs.Scope { return ownerOf(a.project, a.user) }
+
+func ownerOf(project, user string) structs.Scope {
+	switch {
+	case project != "":
+		return structs.ProjectScope(structs.ProjectID(project))
+	case user != "":
+		return structs.UserScope(structs.UserID(user))
+	}
+	return ""
 }
 
 // data reads the --from-file and --from-literal values.
@@ -176,14 +195,14 @@ func configPut(kind structs.ConfigKind, create bool) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		spec := wire.ConfigSpec{Name: a.name, Project: structs.ProjectID(a.project), Data: data}
+		spec := wire.ConfigSpec{Name: a.name, Data: data}
 		cl := newClient(c)
 		var v *wire.Config
 		if create {
-			v, err = cl.CreateConfig(c.Context, kind, spec)
+			v, err = cl.CreateConfig(c.Context, kind, a.owner(), spec)
 		} else {
 			spec.Name = ""
-			v, err = cl.UpdateConfig(c.Context, kind, a.name, spec)
+			v, err = cl.UpdateConfig(c.Context, kind, a.owner(), a.name, spec)
 		}
 		if err != nil {
 			return err
@@ -231,13 +250,13 @@ func configGet(kind structs.ConfigKind) cli.ActionFunc {
 		}
 		cl := newClient(c)
 		if a.show != "" {
-			v, err := cl.SecretValue(c.Context, a.name, a.show, structs.ProjectID(a.project))
+			v, err := cl.SecretValue(c.Context, a.owner(), a.name, a.show)
 			if err != nil {
 				return err
 			}
 			return show(c, v, func(w io.Writer) { _, _ = w.Write(v.Value) })
 		}
-		v, err := cl.Config(c.Context, kind, a.name, structs.ProjectID(a.project))
+		v, err := cl.Config(c.Context, kind, a.owner(), a.name)
 		if err != nil {
 			return err
 		}
@@ -284,7 +303,10 @@ func configList(kind structs.ConfigKind) cli.ActionFunc {
 		if err := noArgs(c); err != nil {
 			return err
 		}
-		list, err := newClient(c).Configs(c.Context, kind, structs.ProjectID(c.String("project")))
+		if c.String("project") != "" && c.String("user") != "" {
+			return usagef("%s: give --project or --user, not both", c.Command.HelpName)
+		}
+		list, err := newClient(c).Configs(c.Context, kind, ownerOf(c.String("project"), c.String("user")))
 		if err != nil {
 			return err
 		}
@@ -321,8 +343,12 @@ func configDelete(kind structs.ConfigKind) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		if err := newClient(c).DeleteConfig(c.Context, kind, a.name, structs.ProjectID(a.project)); err != nil {
+		if err := newClient(c).DeleteConfig(c.Context, kind, a.owner(), a.name); err != nil {
 			return err
+		}
+		if o := a.owner(); o != "" {
+			fmt.Fprintf(c.App.Writer, "%s %s of %s deleted\n", kind, a.name, o)
+			return nil
 		}
 		fmt.Fprintf(c.App.Writer, "%s %s deleted\n", kind, a.name)
 		return nil

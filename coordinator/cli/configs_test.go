@@ -97,3 +97,31 @@ configs: [{config: train, mountPath: /etc/train}, {secret: wandb, env: true}]
 	must(t, e, "u1", "job", "cancel", "web-00001")
 	assert.Equal(t, "secret wandb deleted\n", must(t, e, "u1", "secret", "delete", "wandb"))
 }
+
+// An admin names another user's configs and secrets with --user, as the
+// API allows (?user=U): get, list, update and delete; a user may not,
+// and --project with --user is refused.
+func TestConfigCommandsOfAnotherUser(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	must(t, e, "u1", "config", "create", "notes", "--from-literal", "a=1")
+	must(t, e, "u1", "secret", "create", "token", "--from-literal", "T=x")
+
+	assert.Contains(t, must(t, e, "admin", "config", "get", "notes", "--user", "u1"), "Owner:    user:u1\n")
+	assert.Contains(t, must(t, e, "admin", "secret", "get", "--user", "u1", "token"), "Owner:        user:u1\n")
+	assert.Equal(t, "no configs\n", must(t, e, "admin", "config", "list", "--user", "u2"))
+	assert.Contains(t, must(t, e, "admin", "config", "list", "--user", "u1"), "\nnotes  user:u1")
+	assert.Equal(t, "config notes updated: version 2, 1 key(s), 1 bytes\n",
+		must(t, e, "admin", "config", "update", "notes", "--from-literal", "a=2", "--user", "u1"))
+	assert.Equal(t, "config notes created for user:u2: version 1, 1 key(s), 1 bytes\n",
+		must(t, e, "admin", "config", "create", "notes", "--from-literal", "a=2", "--user", "u2"))
+
+	_, err := run(t, e, "u2", "config", "get", "notes", "--user", "u1")
+	assert.ErrorContains(t, err, "only admins name another user's configs and secrets")
+	_, err = run(t, e, "admin", "config", "get", "notes", "--user", "u1", "--project", "perception")
+	assert.ErrorContains(t, err, "give --project or --user, not both")
+
+	assert.Equal(t, "config notes of user:u1 deleted\n", must(t, e, "admin", "config", "delete", "notes", "--user", "u1"))
+	assert.Equal(t, "secret token of user:u1 deleted\n", must(t, e, "admin", "secret", "delete", "--user", "u1", "token"))
+	_, err = run(t, e, "u1", "config", "get", "notes")
+	assert.ErrorContains(t, err, "config notes of user:u1 not found")
+}

@@ -52,11 +52,11 @@ func TestDevConfigsAndSecrets(t *testing.T) {
 	const password = "correct-horse-battery-staple-42"
 	const page1, page2 = "page-version-1-a-config-is-no-secret", "page-version-2-a-config-is-no-secret"
 	tlsKey := []byte("-----BEGIN KEY-----\x00\x01binary\xff")
-	_, err = c.CreateConfig(ctx, structs.ConfigKindConfig, wire.ConfigSpec{Name: "web", Data: structs.ConfigData{"index.html": []byte(page1)}})
+	_, err = c.CreateConfig(ctx, structs.ConfigKindConfig, "", wire.ConfigSpec{Name: "web", Data: structs.ConfigData{"index.html": []byte(page1)}})
 	require.NoError(t, err)
-	_, err = c.CreateConfig(ctx, structs.ConfigKindSecret, wire.ConfigSpec{Name: "db", Data: structs.ConfigData{"PASSWORD": []byte(password)}})
+	_, err = c.CreateConfig(ctx, structs.ConfigKindSecret, "", wire.ConfigSpec{Name: "db", Data: structs.ConfigData{"PASSWORD": []byte(password)}})
 	require.NoError(t, err)
-	_, err = c.CreateConfig(ctx, structs.ConfigKindSecret, wire.ConfigSpec{Name: "tls", Data: structs.ConfigData{"key": tlsKey}})
+	_, err = c.CreateConfig(ctx, structs.ConfigKindSecret, "", wire.ConfigSpec{Name: "tls", Data: structs.ConfigData{"key": tlsKey}})
 	require.NoError(t, err)
 
 	// Each replica copies what it got into its directory, then sleeps.
@@ -119,7 +119,7 @@ configs: [{config: web, mountPath: /etc/web}, {secret: db, env: true}, {secret: 
 		assert.Equal(t, 1, tk.Configs[0].Version)
 	}
 
-	_, err = c.UpdateConfig(ctx, structs.ConfigKindConfig, "web", wire.ConfigSpec{Data: structs.ConfigData{"index.html": []byte(page2)}})
+	_, err = c.UpdateConfig(ctx, structs.ConfigKindConfig, "", "web", wire.ConfigSpec{Data: structs.ConfigData{"index.html": []byte(page2)}})
 	require.NoError(t, err)
 	before := seen(page1)
 	_, err = c.RestartService(ctx, id)
@@ -130,12 +130,12 @@ configs: [{config: web, mountPath: /etc/web}, {secret: db, env: true}, {secret: 
 		assert.Contains(t, tk.Configs, structs.TaskConfig{ConfigID: structs.ConfigID{Kind: structs.ConfigKindConfig, Owner: "user:dev", Name: "web"}, Version: 2})
 	}
 
-	err = c.DeleteConfig(ctx, structs.ConfigKindConfig, "web", "")
+	err = c.DeleteConfig(ctx, structs.ConfigKindConfig, "", "web")
 	require.ErrorIs(t, err, client.ErrConflict)
 	assert.Contains(t, err.Error(), "config web is in use by job "+string(id))
 	_, err = c.CancelJob(ctx, id)
 	require.NoError(t, err)
-	require.NoError(t, c.DeleteConfig(ctx, structs.ConfigKindConfig, "web", ""))
+	require.NoError(t, c.DeleteConfig(ctx, structs.ConfigKindConfig, "", "web"))
 
 	require.NoError(t, d.Server.Snapshot())
 	files, configSeen := 0, false

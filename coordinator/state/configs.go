@@ -294,6 +294,10 @@ func (s *State) resolveConfigs(j *structs.Job) ([]structs.ConfigRef, error) {
 		var owners []structs.Scope
 		project, bare, qualified := strings.Cut(name, "/")
 		if qualified {
+			if !s.projectExists(structs.ProjectID(project)) {
+				return nil, invalidf("%s: %s %s: %s is not a project: PROJECT/NAME names a project's %s; a user's own are named without a prefix (%s), and no user may use another's",
+					field, kind, name, project, kind, bare)
+			}
 			if !s.member(j.Owner, structs.ProjectID(project)) {
 				return nil, fmt.Errorf("%s: %s %s belongs to project %s, and user %s is not a member of it: only its members may use it: %w",
 					field, kind, bare, project, j.Owner, sched.ErrNotAllowed)
@@ -342,6 +346,16 @@ func projectFlag(o structs.Scope) string {
 
 // member reports whether user u is a member of project p (its pool lists
 // u).
+// projectExists reports whether a pool names project p.
+func (s *State) projectExists(p structs.ProjectID) bool {
+	for _, pl := range s.Pools {
+		if pl.Project == p {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *State) member(u structs.UserID, p structs.ProjectID) bool {
 	for _, pl := range s.Pools {
 		if pl.Project == p && pl.HasMember(u) {

@@ -97,6 +97,8 @@ func TestSubmitResolvesConfigs(t *testing.T) {
 		{structs.ConfigRef{Config: "nope", Env: true}, state.ErrInvalid, "configs[0]: no config nope (looked in user:u1): create it first (coordinator config create nope ...)"},
 		{structs.ConfigRef{Secret: "train", Env: true}, state.ErrInvalid, "no secret train"},
 		{structs.ConfigRef{Config: "mapping/maps", Env: true}, sched.ErrNotAllowed, "configs[0]: config maps belongs to project mapping, and user u1 is not a member of it"},
+		{structs.ConfigRef{Config: "u2/notes", Env: true}, state.ErrInvalid,
+			"configs[0]: config u2/notes: u2 is not a project: PROJECT/NAME names a project's config; a user's own are named without a prefix (notes), and no user may use another's"},
 		{structs.ConfigRef{ConfigMap: "cm", Env: true}, state.ErrInvalid, "configMap cm names a Kubernetes ConfigMap, and this coordinator has no kubernetes cluster"},
 	} {
 		_, err := l.do(&state.JobSubmit{Job: withConfigs(job("c-1", st.NewJob("c", "u1").Low().CPU(1, 1)), tc.ref), Now: t0})
