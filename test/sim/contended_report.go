@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -123,6 +124,10 @@ func summarizeContended(rs []*contendedResult) contendedSummary {
 	var s contendedSummary
 	s.GPUUtil = mean(rs, func(r *contendedResult) float64 { return r.GPUUtil })
 	s.Jain = mean(rs, func(r *contendedResult) float64 { return r.Jain })
+	s.ShareJain = mean(rs, func(r *contendedResult) float64 { return r.ShareJain })
+	for t := range tenants {
+		s.Received[t] = mean(rs, func(r *contendedResult) float64 { return r.Received[t] })
+	}
 	s.WaitP50 = mean(rs, func(r *contendedResult) float64 { return r.WaitP50 })
 	s.WaitP99 = mean(rs, func(r *contendedResult) float64 { return r.WaitP99 })
 	s.PreemptedGPUHours = mean(rs, func(r *contendedResult) float64 { return r.PreemptedGPUHours })
@@ -150,8 +155,12 @@ func reportContended(c *config, results *contendedResults, stdout, stderr io.Wri
 		sums[p] = s
 		fmt.Fprintf(stdout, "trace=%s policy=%s gpu_util=%.4f jain=%.4f normal_wait_p50_s=%.0f normal_wait_p99_s=%.0f preempted_gpu_hours=%.1f\n",
 			traceContended, p, s.GPUUtil, s.Jain, s.WaitP50, s.WaitP99, s.PreemptedGPUHours)
-		fmt.Fprintf(stderr, "trace=%s policy=%s jobs=%.0f measured_jobs=%.0f never_placed=%.1f preemptions=%.1f cycles=%d seconds=%.1f",
-			traceContended, p, s.Jobs, s.Arrived, s.NeverPlaced, s.Preemptions, s.Cycles, s.Duration.Seconds())
+		var recv []string
+		for t, x := range s.Received {
+			recv = append(recv, fmt.Sprintf("%s:%.2f", tenantName(t), x))
+		}
+		fmt.Fprintf(stderr, "trace=%s policy=%s jain_vs_fair_share=%.4f received_per_asked=%s jobs=%.0f measured_jobs=%.0f never_placed=%.1f preemptions=%.1f cycles=%d seconds=%.1f",
+			traceContended, p, s.ShareJain, strings.Join(recv, ","), s.Jobs, s.Arrived, s.NeverPlaced, s.Preemptions, s.Cycles, s.Duration.Seconds())
 		if s.Calls > 0 {
 			fmt.Fprintf(stderr, " schedule_calls=%d schedule_seconds=%.1f", s.Calls, s.CallTime.Seconds())
 		}

@@ -250,3 +250,31 @@ func TestRunOutputContended(t *testing.T) {
 	assert.True(t, strings.HasPrefix(lines[2], "seeds=1 "), lines[2])
 	assert.Contains(t, errOut.String(), "trace=contended nodes=76 gpus=414 ")
 }
+
+func TestMaxMin(t *testing.T) {
+	d := [tenants]float64{10, 1, 2, 0, 0, 0, 0, 30}
+	// 12 to share among 4: 3 each; t2 and t3 need less (1, 2), the
+	// remaining 9 go 4.5 each to t1 and t8.
+	assert.Equal(t, [tenants]float64{4.5, 1, 2, 0, 0, 0, 0, 4.5}, maxMin(d, 12))
+	assert.Equal(t, d, maxMin(d, 100), "enough for all")
+	assert.Equal(t, [tenants]float64{}, maxMin(d, 0))
+}
+
+func TestShareJain(t *testing.T) {
+	h := time.Hour
+	gpu := &template{request: request{GPUs: 1}}
+	jobs := []*simJob{
+		// t1 asks for 2 GPU-hours and gets 1.5, t2 asks for 1 and gets
+		// 0.5: max-min of the 2 received is 1 each, so x = 1.5, 0.5.
+		{arrival: arrival{Tenant: 0}, template: gpu, Done: -1, Held: []span{{0, h}}},
+		{arrival: arrival{Tenant: 0}, template: gpu, Done: -1, Held: []span{{0, h / 2}}},
+		{arrival: arrival{Tenant: 1}, template: gpu, Done: -1, Held: []span{{h / 2, h}}},
+	}
+	assert.InDelta(t, 4.0/(2*2.5), shareJain(jobs, 0, h, h), 1e-12)
+	// Received over asked: 0.75 and 0.5.
+	assert.InDelta(t, 1.25*1.25/(2*(0.5625+0.25)), windowJain(jobs, 0, h, h), 1e-12)
+	// A tenant that asked for less than an equal part is its own fair share.
+	jobs[2].Done = h / 2
+	jobs[2].Held = []span{{0, h / 2}}
+	assert.InDelta(t, 1.0, shareJain(jobs, 0, h, h), 1e-12, "t2 asked for 0.5 and got it, t1 got the rest")
+}

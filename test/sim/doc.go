@@ -107,8 +107,12 @@
 //     ResourceQuota on GPUs (engine_fifo.go).
 //
 // One line per policy: trace=contended policy=P gpu_util= jain=
-// normal_wait_p50_s= normal_wait_p99_s= preempted_gpu_hours=; stderr has
-// jobs, preemptions, cycles and the core's time. Targets: atom's jain at
+// normal_wait_p50_s= normal_wait_p99_s= preempted_gpu_hours=; stderr has,
+// per policy, jain_vs_fair_share (the same index of x = GPU-hours received
+// / the tenant's max-min fair share of all received in the window, equal
+// weights: what fair share aims at, where jain rewards getting in
+// proportion to what was asked), each tenant's GPU-hours received / asked
+// over the window, jobs, preemptions, cycles and the core's time. Targets: atom's jain at
 // least 0.9 and above every other policy's; its gpu_util within 1 point
 // (0.01) of the best policy's; its preempted_gpu_hours below atom-fifo's.
 //

@@ -11,8 +11,15 @@ import (
 // figures are one contended replay's measures over its measured window
 // [Warmup, Hours) (doc.go defines each).
 type figures struct {
-	GPUUtil           float64 // GPU-hours held / GPU-hours of the cluster
-	Jain              float64 // mean over one-hour windows
+	GPUUtil float64 // GPU-hours held / GPU-hours of the cluster
+	Jain    float64 // mean over one-hour windows
+	// ShareJain is Jain's index of what tenants received over their
+	// max-min fair share (shareJain), mean over one-hour windows: a
+	// diagnostic, no target.
+	ShareJain float64
+	// Received is, per tenant, GPU-hours received / asked for over the
+	// whole window.
+	Received          [tenants]float64
 	WaitP50, WaitP99  float64 // seconds, normal jobs
 	PreemptedGPUHours float64
 	Preemptions       int
@@ -57,18 +64,57 @@ func measure(jobs []*simJob, w workload, gpus int64) figures {
 	hours := 0
 	for h := from; h < to; h += time.Hour {
 		f.Jain += windowJain(jobs, h, h+time.Hour, to)
+		f.ShareJain += shareJain(jobs, h, h+time.Hour, to)
 		hours++
 	}
 	f.Jain /= float64(hours)
+	f.ShareJain /= float64(hours)
+	asked, got := window(jobs, from, to, to)
+	for t := range tenants {
+		if asked[t] > 0 {
+			f.Received[t] = got[t] / asked[t]
+		}
+	}
 	return f
 }
 
 // windowJain is Jain's fairness index over the tenants that asked for
 // GPUs in [from, to) of x = GPU-seconds received / GPU-seconds asked for
 // there. A job asks for its GPUs from its arrival until it ends (or the
-// horizon end) and receives them while it holds them.
+// horizon, end) and receives them while it holds them.
 func windowJain(jobs []*simJob, from, to, end time.Duration) float64 {
-	var asked, got [tenants]float64
+	asked, got := window(jobs, from, to, end)
+	var x []float64
+	for t := range tenants {
+		if asked[t] > 0 {
+			x = append(x, got[t]/asked[t])
+		}
+	}
+	return jain(x)
+}
+
+// shareJain is Jain's index, over the same tenants, of x = GPU-seconds
+// received / max-min fair share of all received in [from, to): what
+// equal weights would give each, none more than it asked for.
+func shareJain(jobs []*simJob, from, to, end time.Duration) float64 {
+	asked, got := window(jobs, from, to, end)
+	var total float64
+	for _, g := range got {
+		total += g
+	}
+	fair := maxMin(asked, total)
+	var x []float64
+	for t := range tenants {
+		if asked[t] > 0 {
+			x = append(x, got[t]/fair[t])
+		}
+	}
+	return jain(x)
+}
+
+// window sums, per tenant, the GPU-seconds asked for and received in
+// [from, to) (windowJain).
+func window(jobs []*simJob, from, to, end time.Duration) (asked, got [tenants]float64) {
 	for _, j := range jobs {
 		done := end
 		if j.Done >= 0 {
@@ -80,13 +126,40 @@ func windowJain(jobs []*simJob, from, to, end time.Duration) float64 {
 			got[j.Tenant] += g * overlap(s.From, s.To, from, to).Seconds()
 		}
 	}
-	var x []float64
-	for t := range tenants {
-		if asked[t] > 0 {
-			x = append(x, got[t]/asked[t])
+	return asked, got
+}
+
+// maxMin divides capacity among demands by max-min fairness (water
+// filling): equal parts, none more than its demand, what one leaves
+// shared by the rest.
+func maxMin(demand [tenants]float64, capacity float64) [tenants]float64 {
+	var out [tenants]float64
+	for {
+		n := 0
+		for t, d := range demand {
+			if d > out[t] {
+				n++
+			}
+		}
+		if n == 0 || capacity <= 0 {
+			return out
+		}
+		part, filled := capacity/float64(n), false
+		for t, d := range demand {
+			if d > out[t] && d-out[t] <= part {
+				capacity -= d - out[t]
+				out[t], filled = d, true
+			}
+		}
+		if !filled {
+			for t, d := range demand {
+				if d > out[t] {
+					out[t] += part
+				}
+			}
+			return out
 		}
 	}
-	return jain(x)
 }
 
 // jain is Jain's fairness index (Σx)² / (n Σx²): 1 when all x are equal,
