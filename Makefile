@@ -29,6 +29,7 @@ gpu-check: deps deps-cache
 # Scheduling core throughput: 10,000 nodes, 100,000 pending jobs, one core.
 bench-sched: deps
 	GOMAXPROCS=1 $(GO) run ./test/benchsched
+	GOMAXPROCS=1 $(GO) run ./test/benchsched -topology
 
 # Raft-committed placements, submit->commit latency against the disk's own
 # fdatasync latency, and leader failover: three coordinator servers on

@@ -2,6 +2,12 @@
 // generated cluster of 10,000 nodes and 100,000 pending jobs (DESIGN §9).
 // Run it with GOMAXPROCS=1 (make bench-sched). Output is key=value lines;
 // the last two are placements_per_sec and p99_decision_us.
+//
+// With -topology the nodes are labelled into racks of 8 nodes of one GPU
+// model and blocks of 4 racks (schedtest.Racks; levels block, rack) and
+// the gangs ask for a rack, every other one required, the rest preferred;
+// it also prints how many gangs were placed and how many of those in one
+// rack.
 package main
 
 import (
@@ -21,12 +27,29 @@ func main() {
 	jobs := flag.Int("jobs", 100000, "pending jobs")
 	seed := flag.Uint64("seed", 1, "generator seed")
 	rounds := flag.Int("rounds", 5, "measured runs (the median by wall time is reported)")
+	topo := flag.Bool("topology", false, "label racks and blocks, and have the gangs ask for a rack")
 	flag.Parse()
 
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cluster := schedtest.GenCluster(*nodes, *seed)
 	pending := schedtest.GenJobs(*jobs, *seed, start)
 	snap := schedtest.GenSnapshot(cluster, pending)
+	if *topo {
+		schedtest.Racks(cluster, 8, 4)
+		snap.Topology = map[structs.ClusterID][]string{"": schedtest.RackLevels}
+		gangs := 0
+		for _, j := range pending {
+			if !j.IsGang() {
+				continue
+			}
+			if gangs++; gangs%2 == 0 {
+				j.Topology = &structs.JobTopology{Required: "rack"}
+			} else {
+				j.Topology = &structs.JobTopology{Preferred: "rack"}
+			}
+		}
+		fmt.Println("variant=topology levels=block,rack nodes_per_rack=8 racks_per_block=4")
+	}
 	var gpus int64
 	for _, n := range cluster {
 		gpus += n.Capacity.Accels
@@ -43,6 +66,10 @@ func main() {
 	slices.SortFunc(all, func(a, b result) int { return int(a.wall - b.wall) })
 	best := all[len(all)/2]
 	fmt.Printf("median_round_wall_ms=%.1f\n", float64(best.wall.Microseconds())/1000)
+	if *topo {
+		placed, oneRack := gangRacks(best.after)
+		fmt.Printf("gangs_placed=%d gangs_one_rack=%d\n", placed, oneRack)
+	}
 	if err := sched.CheckInvariants(best.after); err != nil {
 		fmt.Fprintln(os.Stderr, "invariants:", err)
 		os.Exit(1)
@@ -107,4 +134,29 @@ func pct(d []time.Duration, p int) float64 {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return float64(s[(len(s)-1)*p/100].Nanoseconds()) / 1000
+}
+
+// gangRacks counts the gangs placed in snap and those of them whose
+// replicas all share one rack.
+func gangRacks(snap *sched.Snapshot) (placed, oneRack int) {
+	rack := map[structs.NodeID]string{}
+	for _, n := range snap.Nodes {
+		rack[n.Name] = n.Tags["block"] + "/" + n.Tags["rack"]
+	}
+	racks := map[structs.JobID]map[string]bool{}
+	for _, t := range snap.Tasks {
+		if j := snap.Jobs[t.Job]; j != nil && j.IsGang() {
+			if racks[t.Job] == nil {
+				racks[t.Job] = map[string]bool{}
+			}
+			racks[t.Job][rack[t.Node]] = true
+		}
+	}
+	for _, r := range racks {
+		placed++
+		if len(r) == 1 {
+			oneRack++
+		}
+	}
+	return placed, oneRack
 }
