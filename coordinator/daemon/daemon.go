@@ -353,6 +353,9 @@ func applyCluster(ctx context.Context, fw *forwarder, c *structs.ClusterConfig, 
 	for i := range c.Quotas {
 		cmds = append(cmds, &state.QuotaSet{Quota: &c.Quotas[i]})
 	}
+	if c.FairShare != nil {
+		cmds = append(cmds, &state.FairShareSet{FairShare: c.FairShare})
+	}
 	for _, cmd := range cmds {
 		for {
 			_, err := fw.Apply(ctx, cmd)

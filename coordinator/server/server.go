@@ -45,6 +45,7 @@ const (
 	DefaultHeartbeatTTL       = 15 * time.Second
 	DefaultCycle              = 200 * time.Millisecond
 	DefaultRetention          = 7 * 24 * time.Hour
+	DefaultUsageEvery         = 30 * time.Second
 	DefaultStopGrace          = 30 * time.Second
 	DefaultHeartbeatTimeout   = 300 * time.Millisecond
 	DefaultElectionTimeout    = 300 * time.Millisecond
@@ -88,6 +89,9 @@ type Config struct {
 	Cycle time.Duration
 	// Retention is how long ended jobs are kept in state.
 	Retention time.Duration
+	// UsageEvery is how often the leader accrues fair-share usage
+	// (DefaultUsageEvery).
+	UsageEvery time.Duration
 	// StopGrace is the grace period the backend gives a task it stops.
 	StopGrace time.Duration
 	// CacheCheckTTL is how long the leader trusts a cluster cache's answer
@@ -118,6 +122,7 @@ func (c *Config) setDefaults() {
 	def(&c.HeartbeatTTL, DefaultHeartbeatTTL)
 	def(&c.Cycle, DefaultCycle)
 	def(&c.Retention, DefaultRetention)
+	def(&c.UsageEvery, DefaultUsageEvery)
 	def(&c.StopGrace, DefaultStopGrace)
 	def(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
 	def(&c.ElectionTimeout, DefaultElectionTimeout)
@@ -228,6 +233,7 @@ func New(cfg Config) (*Server, error) {
 		joinFailed: make(chan error, 1),
 	}
 	s.fsm.OnApply = s.onApply
+	s.AddLeaderWork(s.accrueUsage)
 	if err := s.openRaft(); err != nil {
 		s.closeStores()
 		return nil, err

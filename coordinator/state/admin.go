@@ -115,8 +115,9 @@ func (c *PoolRemove) apply(s *State) (any, error) {
 	return nil, nil
 }
 
-// QuotaSet replaces a scope's limits. Limits below current usage are
-// allowed (running work is not evicted; new submissions are refused).
+// QuotaSet replaces a scope's limits and its fair-share weight (0: the
+// default, 1). Limits below current usage are allowed (running work is
+// not evicted; new submissions are refused).
 type QuotaSet struct {
 	Quota *structs.Quota `json:"quota"`
 }
@@ -136,7 +137,18 @@ func (c *QuotaSet) apply(s *State) (any, error) {
 			return nil, invalidf("quota %s: limits[%s] %d is not allowed: use 0 or more", q.Scope, k, v)
 		}
 	}
+	if w := q.Weight; w < 0 || w > structs.MaxWeight || w != w {
+		return nil, invalidf("quota %s: weight %g is not allowed: use a number above 0 and at most %g (default 1)", q.Scope, w, structs.MaxWeight)
+	}
 	s.Quotas[q.Scope] = q.Limits.Clone()
+	if q.Weight == 0 || q.Weight == 1 {
+		delete(s.Weights, q.Scope)
+	} else {
+		if s.Weights == nil {
+			s.Weights = map[structs.Scope]float64{}
+		}
+		s.Weights[q.Scope] = q.Weight
+	}
 	return nil, nil
 }
 

@@ -41,6 +41,12 @@ type State struct {
 	// Configs are the configs and secrets, by ConfigID.Key (configs.go);
 	// secrets' values only sealed.
 	Configs map[string]*structs.ConfigObject `json:"configs,omitempty"`
+	// FairShare is how fair-share usage is counted (nil: the defaults);
+	// FairUsage the usage; Weights each scope's fair-share weight, set
+	// with its quota (missing: 1). fairshare.go.
+	FairShare *structs.FairShare        `json:"fairShare,omitempty"`
+	FairUsage sched.Usage               `json:"fairUsage,omitzero"`
+	Weights   map[structs.Scope]float64 `json:"weights,omitempty"`
 
 	// Derived indexes, rebuilt on demand (not serialised).
 	byJob    map[structs.JobID][]structs.TaskID // tasks of each job
@@ -82,6 +88,8 @@ func (s *State) Clone() *State {
 	c.Ended = maps.Clone(s.Ended)
 	c.Events = maps.Clone(s.Events) // the event slices are append-only: shared
 	c.Configs = maps.Clone(s.Configs)
+	c.FairUsage = s.FairUsage.Clone()
+	c.Weights = maps.Clone(s.Weights)
 	c.Reservations = slices.Clone(s.Reservations)
 	c.byJob, c.live, c.admitter = nil, nil, nil // derived; rebuilt by the copy's own Apply if any
 	return &c
@@ -125,6 +133,7 @@ func (s *State) Snapshot() *sched.Snapshot {
 			snap.Jobs[id] = j
 		}
 	}
+	snap.FairShare = s.FairShareOrder(snap.Jobs)
 	for _, id := range slices.Sorted(maps.Keys(s.Tasks)) {
 		t := s.Tasks[id]
 		switch j := snap.Jobs[t.Job]; {
@@ -239,10 +248,14 @@ func (s *State) reindex() {
 
 // addTask stores a new task and indexes it.
 func (s *State) addTask(t *structs.Task) {
-	if s.Tasks[t.ID] == nil {
+	old := s.Tasks[t.ID]
+	if old == nil {
 		s.byJob[t.Job] = append(s.byJob[t.Job], t.ID)
 	}
 	s.Tasks[t.ID] = t
+	if old == nil || !old.State.HoldsResources() {
+		s.usagePlaced(t)
+	}
 }
 
 // admit runs admission for j against the cached admitter.
@@ -377,9 +390,11 @@ func (s *State) putJob(id structs.JobID, edit func(j *structs.Job)) *structs.Job
 
 // putTask stores a modified copy of task id made by edit.
 func (s *State) putTask(id structs.TaskID, edit func(t *structs.Task)) *structs.Task {
-	t := *s.Tasks[id]
+	was := s.Tasks[id]
+	t := *was
 	edit(&t)
 	s.Tasks[id] = &t
+	s.usageEnded(was, &t)
 	return &t
 }
 

@@ -2,6 +2,8 @@ package state_test
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,10 +25,14 @@ type logged struct {
 	s   *state.State
 	log [][]byte
 	seq int // task IDs made by recycle
+	// Every task and job ever seen (their last version): fair-share
+	// usage is checked against the usage recomputed from them.
+	tasks map[structs.TaskID]*structs.Task
+	jobs  map[structs.JobID]*structs.Job
 }
 
 func newLogged(t *testing.T, nodes ...*structs.Node) *logged {
-	l := &logged{t: t, s: state.New()}
+	l := &logged{t: t, s: state.New(), tasks: map[structs.TaskID]*structs.Task{}, jobs: map[structs.JobID]*structs.Job{}}
 	for _, n := range nodes {
 		l.must(&state.NodeUpsert{Node: n})
 	}
@@ -42,7 +48,26 @@ func (l *logged) do(c state.Command) (any, error) {
 	require.NoError(l.t, err)
 	res, err := l.s.Apply(uint64(len(l.log)), d)
 	require.NoError(l.t, l.s.CheckInvariants(), "after %T", c)
+	l.checkUsage(c)
 	return res, err
+}
+
+// checkUsage checks fair-share usage against the usage recomputed from
+// every task seen so far.
+func (l *logged) checkUsage(c state.Command) {
+	l.t.Helper()
+	maps.Copy(l.tasks, l.s.Tasks)
+	maps.Copy(l.jobs, l.s.Jobs)
+	u := l.s.FairUsage
+	want := sched.RecomputeUsage(l.s.FairShare, u.Since, u.At, slices.Collect(maps.Values(l.tasks)),
+		func(id structs.JobID) *structs.Job { return l.jobs[id] },
+		func(id structs.PoolID) structs.ProjectID {
+			if p := l.s.Pools[id]; p != nil {
+				return p.Project
+			}
+			return ""
+		})
+	require.NoError(l.t, sched.CheckUsage(u, want), "after %T", c)
 }
 
 func (l *logged) must(c state.Command) any {

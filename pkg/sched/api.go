@@ -52,6 +52,10 @@ type Snapshot struct {
 	// has none, and jobs asking for a level it lacks may not run there
 	// when they require it.
 	Topology map[structs.ClusterID][]string
+	// FairShare orders the pending jobs of one priority by their scope's
+	// fair share (order.go); Positions computes it from the usage.
+	// Optional: nil orders them oldest first.
+	FairShare *FairShare
 }
 
 // Input is what to decide about.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -133,6 +135,13 @@ func CheckInvariants(snap *Snapshot) error {
 	}
 	errs = append(errs, volumeInvariant(snap, nodes)...)
 	errs = append(errs, topologyInvariant(snap, nodes)...)
+	if fs := snap.FairShare; fs != nil {
+		for s, p := range fs.Scopes {
+			if math.IsNaN(p) || math.IsInf(p, 0) || p < 0 {
+				errs = append(errs, fmt.Errorf("fair-share position of %s is %g: want a finite number, 0 or more", s, p))
+			}
+		}
+	}
 	// Quota: usage equals the recomputed sum of charges, never negative.
 	sum := map[structs.Scope]structs.ResourceList{}
 	for _, j := range snap.Jobs {
@@ -231,4 +240,76 @@ func volumeInvariant(snap *Snapshot, nodes map[structs.NodeID]*structs.Node) []e
 		}
 	}
 	return errs
+}
+
+// RecomputeUsage sums, from tasks alone, the fair-share usage that
+// Usage keeps as of at, counting from since: each task's rate over the
+// time it held resources (from its placement to its end, or to at while
+// it holds them; times before since count from since), decayed to at.
+// tasks must be every task that held resources since counting began,
+// ended ones included; job returns a task's job; poolProject a pool's
+// project.
+func RecomputeUsage(f *structs.FairShare, since, at time.Time, tasks []*structs.Task,
+	job func(structs.JobID) *structs.Job, poolProject func(structs.PoolID) structs.ProjectID) Usage {
+	u := Usage{}
+	if at.IsZero() {
+		return u
+	}
+	u.Since, u.At = since, at
+	for _, t := range tasks {
+		j := job(t.Job)
+		if j == nil || t.ScheduledAt.IsZero() {
+			continue
+		}
+		end := at
+		if !t.State.HoldsResources() {
+			end = t.EndedAt
+		}
+		u.add(f, AccountOf(j, t, poolProject), f.Rate(t.Resources), t.ScheduledAt, end)
+	}
+	return u
+}
+
+// CheckUsage checks that got, the usage kept command by command, equals
+// want, the usage recomputed from the tasks (RecomputeUsage): every
+// scope's and member's figure within PruneBelow (a figure that small
+// may have been forgotten) plus a billionth, none negative or not
+// finite.
+func CheckUsage(got, want Usage) error {
+	var errs []error
+	if !got.At.Equal(want.At) || !got.Since.Equal(want.Since) {
+		errs = append(errs, fmt.Errorf("usage counted since %s as of %s, recomputed since %s as of %s", got.Since, got.At, want.Since, want.At))
+	}
+	near := func(what string, g, w float64) {
+		if math.IsNaN(g) || math.IsInf(g, 0) || g < -PruneBelow || math.Abs(g-w) > PruneBelow+1e-9*max(math.Abs(g), math.Abs(w)) {
+			errs = append(errs, fmt.Errorf("fair-share usage of %s is %g GPU-seconds, its tasks sum to %g", what, g, w))
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(union(got.Scopes, want.Scopes))) {
+		near(string(s), got.Scopes[s], want.Scopes[s])
+	}
+	projects := map[structs.ProjectID]bool{}
+	for p := range got.Members {
+		projects[p] = true
+	}
+	for p := range want.Members {
+		projects[p] = true
+	}
+	for _, p := range slices.Sorted(maps.Keys(projects)) {
+		for _, id := range slices.Sorted(maps.Keys(union(got.Members[p], want.Members[p]))) {
+			near(fmt.Sprintf("%s in project %s", id, p), got.Members[p][id], want.Members[p][id])
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func union[K comparable](a, b map[K]float64) map[K]bool {
+	out := make(map[K]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }

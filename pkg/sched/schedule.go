@@ -101,7 +101,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		}
 		jobs = append(jobs, j)
 	}
-	order(jobs)
+	order(jobs, snap.FairShare, in.Now)
 
 	failed := make([]failure, 0, len(jobs)/2)
 	var timedOut []failure // one per plan.Timeouts, in order

@@ -68,4 +68,15 @@ func (l ResourceList) Clone() ResourceList {
 type Quota struct {
 	Scope  Scope        `json:"scope"`
 	Limits ResourceList `json:"limits"`
+	// Weight is the scope's fair-share weight: its share of the cluster
+	// against other scopes' (0: the default, 1).
+	Weight float64 `json:"weight,omitempty"`
+}
+
+// WeightOrDefault returns w, or 1 for 0.
+func WeightOrDefault(w float64) float64 {
+	if w <= 0 {
+		return 1
+	}
+	return w
 }

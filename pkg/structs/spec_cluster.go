@@ -15,12 +15,14 @@ import (
 //
 //	scope: user:u1            # or project:p1
 //	limits: {cpu: "64", memory: 256Gi, gpu/A100: 8, gpu: 4, device/jetson-xavier: 2}
+//	weight: 2                 # fair-share weight (default 1)
 //
 // cpu is in cores (converted to millicores), memory in bytes, the rest in
 // whole units. Negative limits are refused.
 type QuotaSpec struct {
 	Scope  Scope               `json:"scope"`
 	Limits map[string]Quantity `json:"limits,omitempty"`
+	Weight *float64            `json:"weight,omitempty"`
 }
 
 // NodeSpec is one machine as a cluster config or an admin declares it:
@@ -106,6 +108,9 @@ type ClusterConfigSpec struct {
 	Pools    []PoolSpec    `json:"pools,omitempty"`
 	Nodes    []NodeSpec    `json:"nodes,omitempty"`
 	Quotas   []QuotaSpec   `json:"quotas,omitempty"`
+	// FairShare sets how usage is counted for fair share (defaults
+	// when left out).
+	FairShare *FairShareSpec `json:"fairShare,omitempty"`
 }
 
 // ClusterConfig is a validated ClusterConfigSpec in internal types.
@@ -114,6 +119,8 @@ type ClusterConfig struct {
 	Pools    []Pool
 	Nodes    []Node
 	Quotas   []Quota
+	// FairShare is nil when the config leaves it out (the defaults).
+	FairShare *FairShare
 }
 
 // ParseQuotaSpec decodes and validates one quota spec.
@@ -163,6 +170,12 @@ func (s *QuotaSpec) convert(p string) (*Quota, error) {
 		return nil, err
 	}
 	q := &Quota{Scope: s.Scope, Limits: ResourceList{}}
+	if s.Weight != nil {
+		if err := ValidWeight(at(p, "weight"), *s.Weight); err != nil {
+			return nil, err
+		}
+		q.Weight = *s.Weight
+	}
 	for _, k := range sortedKeys(s.Limits) {
 		field := key(at(p, "limits"), k)
 		if ValidResourceKey(ResourceKey(k)) != nil {
@@ -518,6 +531,13 @@ func (s *ClusterConfigSpec) ToConfig() (*ClusterConfig, error) {
 		}
 		scopes[q.Scope] = true
 		cfg.Quotas = append(cfg.Quotas, *q)
+	}
+	if s.FairShare != nil {
+		f, err := s.FairShare.convert("fairShare")
+		if err != nil {
+			return nil, err
+		}
+		cfg.FairShare = f
 	}
 	return cfg, nil
 }

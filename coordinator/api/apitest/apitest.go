@@ -132,7 +132,7 @@ func (s *Store) Must(t testing.TB, c state.Command) any {
 }
 
 // Load applies a cluster config (structs.ParseClusterConfig): clusters,
-// pools, nodes, then quotas.
+// pools, nodes, quotas, then the fair-share settings.
 func (s *Store) Load(t testing.TB, config string) {
 	t.Helper()
 	cfg, err := structs.ParseClusterConfig([]byte(config))
@@ -150,6 +150,9 @@ func (s *Store) Load(t testing.TB, config string) {
 	}
 	for i := range cfg.Quotas {
 		s.Must(t, &state.QuotaSet{Quota: &cfg.Quotas[i]})
+	}
+	if cfg.FairShare != nil {
+		s.Must(t, &state.FairShareSet{FairShare: cfg.FairShare})
 	}
 }
 
