@@ -48,7 +48,7 @@ func (c *UsageAccrue) apply(s *State) (any, error) {
 	slices.SortFunc(tasks, func(a, b *structs.Task) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	held := make([]sched.Holding, len(tasks))
 	for i, t := range tasks {
-		held[i] = sched.Holding{Account: sched.AccountOf(s.Jobs[t.Job], t, s.poolProject), Rate: s.FairShare.Rate(t.Resources)}
+		held[i] = sched.Holding{Account: sched.AccountOf(s.Jobs[t.Job], t, s.poolProject), Rate: s.FairShare.Rate(t.Resources), From: t.ScheduledAt}
 	}
 	s.FairUsage.Accrue(s.FairShare, c.Now, held)
 	return nil, nil

@@ -29,13 +29,16 @@ import (
 //   - a replica that starts holding (placed) adds its time before At
 //     (none unless it was placed before the last accrual);
 //   - an accrual to time now decays every figure to now and adds, for
-//     each replica holding resources, its stretch from At to now;
-//   - a replica that stops holding adds its stretch from At to its end
-//     (less than nothing when it ended before At: it was counted to At).
+//     each replica holding resources, its stretch from At (or from its
+//     placement, if later) to now;
+//   - a replica that stops holding adds its stretch from At (or its
+//     placement) to its end: less than nothing when it ended before At,
+//     as it was counted to At.
 //
 // So a replica holding resources has always been counted from when it
-// was placed (or Since) to At, and an ended one to its end: what
-// RecomputeUsage sums from the tasks alone, and CheckUsage compares.
+// was placed (or Since) to At (or not at all, if placed after At), and
+// an ended one to its end: what RecomputeUsage sums from the tasks
+// alone, and CheckUsage compares.
 
 // Usage is every scope's fair-share usage, as of At.
 type Usage struct {
@@ -135,32 +138,37 @@ func later(a, b time.Time) time.Time {
 }
 
 // Placed counts a replica that starts holding resources (placed at
-// t.ScheduledAt): its time before At.
+// t.ScheduledAt): its time before At, if any.
 func (u *Usage) Placed(f *structs.FairShare, a Account, t *structs.Task) {
-	u.add(f, a, f.Rate(t.Resources), t.ScheduledAt, u.At)
+	if t.ScheduledAt.Before(u.At) {
+		u.add(f, a, f.Rate(t.Resources), t.ScheduledAt, u.At)
+	}
 }
 
 // Ended counts a replica that stops holding resources at t.EndedAt (At
-// when it has none): its stretch from At.
+// when it has none; never before its placement): its stretch from At, or
+// from its placement if that came after.
 func (u *Usage) Ended(f *structs.FairShare, a Account, t *structs.Task) {
 	end := t.EndedAt
 	if end.IsZero() {
 		end = u.At
 	}
-	u.add(f, a, f.Rate(t.Resources), u.At, end)
+	u.add(f, a, f.Rate(t.Resources), later(u.At, t.ScheduledAt), later(end, t.ScheduledAt))
 }
 
 // Holding is one replica holding resources, as an accrual sees it.
 type Holding struct {
 	Account Account
 	Rate    float64
+	From    time.Time // its placement
 }
 
 // Accrue moves u to now: every figure decays to now, then each replica
-// holding resources adds its stretch from At to now. The first accrual
-// starts counting (Since). A now not after At changes nothing (a new
-// leader whose clock is behind the last one's). Scopes and members
-// below PruneBelow that hold nothing are then forgotten.
+// holding resources adds its stretch from At (or its placement, if that
+// came after) to now. The first accrual starts counting (Since). A now
+// not after At changes nothing (a new leader whose clock is behind the
+// last one's). Scopes and members below PruneBelow that hold nothing
+// are then forgotten.
 func (u *Usage) Accrue(f *structs.FairShare, now time.Time, held []Holding) {
 	switch {
 	case u.At.IsZero():
@@ -179,16 +187,22 @@ func (u *Usage) Accrue(f *structs.FairShare, now time.Time, held []Holding) {
 			m[id] = v * decay
 		}
 	}
-	u.At = now
-	// What each replica held since the old At, seen at now: rate times
-	// h/ln2 (1 - decay).
-	per := h.Seconds() / math.Ln2 * (1 - decay)
+	// What a replica held since from, seen at now: rate times h/ln2
+	// (1 - 2^-((now-from)/h)).
+	k := h.Seconds() / math.Ln2
+	per := k * (1 - decay)
 	holds := map[Account]bool{}
 	for _, x := range held {
-		u.put(x.Account, x.Rate*per)
 		holds[Account{Scope: x.Account.Scope}] = true
 		holds[Account{Project: x.Account.Project, Member: x.Account.Member}] = true
+		switch {
+		case !x.From.After(u.At):
+			u.put(x.Account, x.Rate*per)
+		case x.From.Before(now):
+			u.put(x.Account, x.Rate*k*(1-1/twoTo(now.Sub(x.From), h)))
+		}
 	}
+	u.At = now
 	for s, v := range u.Scopes {
 		if v < PruneBelow && !holds[Account{Scope: s}] {
 			delete(u.Scopes, s)

@@ -245,7 +245,8 @@ func volumeInvariant(snap *Snapshot, nodes map[structs.NodeID]*structs.Node) []e
 // RecomputeUsage sums, from tasks alone, the fair-share usage that
 // Usage keeps as of at, counting from since: each task's rate over the
 // time it held resources (from its placement to its end, or to at while
-// it holds them; times before since count from since), decayed to at.
+// it holds them; times before since count from since, and a replica
+// placed after at counts nothing yet), decayed to at.
 // tasks must be every task that held resources since counting began,
 // ended ones included; job returns a task's job; poolProject a pool's
 // project.
@@ -265,7 +266,7 @@ func RecomputeUsage(f *structs.FairShare, since, at time.Time, tasks []*structs.
 		if !t.State.HoldsResources() {
 			end = t.EndedAt
 		}
-		u.add(f, AccountOf(j, t, poolProject), f.Rate(t.Resources), t.ScheduledAt, end)
+		u.add(f, AccountOf(j, t, poolProject), f.Rate(t.Resources), t.ScheduledAt, later(end, t.ScheduledAt))
 	}
 	return u
 }

@@ -18,9 +18,10 @@ import (
 
 // TestRandomStreams drives random clusters with random job streams (seeded,
 // reproducible: the failing seed is in the subtest name) and checks on every
-// cycle that the invariants hold (the harness runs CheckInvariants after
-// every step) and that Schedule is deterministic: the same snapshot gives
-// the same plan, whatever the order of the pending list.
+// cycle that the invariants hold (the harness runs CheckInvariants and
+// CheckUsage after every step; usage accrues as time passes, so jobs are
+// ordered by fair share) and that Schedule is deterministic: the same
+// snapshot gives the same plan, whatever the order of the pending list.
 func TestRandomStreams(t *testing.T) {
 	seeds := 40
 	if s := os.Getenv("ATOM_RANDOM_SEEDS"); s != "" {
@@ -121,6 +122,7 @@ func randomStream(t *testing.T, seed uint64, steps int) {
 			h.Settle()
 		default:
 			h.Advance(time.Duration(r.IntN(120)) * time.Second)
+			h.Accrue() // fair-share usage, checked against its tasks
 		}
 		checkDeterministic(t, h, r)
 		h.Cycle()

@@ -2,7 +2,9 @@ package schedtest
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/atom-sched/atom/pkg/sched"
@@ -65,7 +67,9 @@ func GenJobs(n int, seed uint64, submit time.Time) []*structs.Job {
 }
 
 // GenSnapshot wraps nodes and jobs in a snapshot with no tasks. Every
-// owner gets an ample quota and each job is charged as Admit would.
+// owner gets an ample quota and each job is charged as Admit would. The
+// owners' fair-share usage differs (owner k of n has used k hours of a
+// GPU), so jobs are ordered by fair share as the coordinator orders them.
 func GenSnapshot(nodes []*structs.Node, jobs []*structs.Job) *sched.Snapshot {
 	s := &sched.Snapshot{Nodes: nodes, Jobs: make(map[structs.JobID]*structs.Job, len(jobs)),
 		Quotas: map[structs.Scope]structs.ResourceList{}, Usage: map[structs.Scope]structs.ResourceList{}}
@@ -84,5 +88,10 @@ func GenSnapshot(nodes []*structs.Node, jobs []*structs.Job) *sched.Snapshot {
 			s.Usage[scope][k] += v
 		}
 	}
+	usage := sched.Usage{Scopes: map[structs.Scope]float64{}}
+	for i, scope := range slices.Sorted(maps.Keys(s.Quotas)) {
+		usage.Scopes[scope] = float64(i) * 3600
+	}
+	s.FairShare = sched.Positions(&usage, nil, s.Jobs, 0)
 	return s
 }

@@ -25,6 +25,18 @@ type Harness struct {
 	// Last is the most recent plan.
 	Last *sched.Plan
 	seq  int
+	// FairShare is how usage is counted (nil: the defaults), FairUsage
+	// the fair-share usage (accrued by Accrue, and as tasks start and end),
+	// Weights the scopes' fair-share weights (missing: 1). Each cycle
+	// orders by them (Snapshot.FairShare, from sched.Positions), as the
+	// coordinator does.
+	FairShare *structs.FairShare
+	FairUsage sched.Usage
+	Weights   map[structs.Scope]float64
+	// ended keeps every task that stopped holding resources, as it
+	// ended: the usage is checked against the usage recomputed from all
+	// tasks.
+	ended []*structs.Task
 }
 
 // New returns a harness over nodes with a fixed clock.
@@ -140,11 +152,54 @@ func (h *Harness) Pending() []*structs.Job {
 	return out
 }
 
+// Accrue moves fair-share usage to the current time, as the leader does
+// every half-minute.
+func (h *Harness) Accrue() {
+	h.T.Helper()
+	var held []sched.Holding
+	for _, t := range h.Snap.Tasks {
+		if t.State.HoldsResources() {
+			held = append(held, sched.Holding{Account: h.account(t), Rate: h.FairShare.Rate(t.Resources), From: t.ScheduledAt})
+		}
+	}
+	h.FairUsage.Accrue(h.FairShare, h.Now, held)
+	h.check()
+}
+
+func (h *Harness) account(t *structs.Task) sched.Account {
+	return sched.AccountOf(h.Snap.Jobs[t.Job], t, h.poolProject)
+}
+
+func (h *Harness) poolProject(id structs.PoolID) structs.ProjectID {
+	for _, p := range h.Snap.Pools {
+		if p.Name == id {
+			return p.Project
+		}
+	}
+	return ""
+}
+
+// add stores new task t, holding resources.
+func (h *Harness) add(t *structs.Task) {
+	h.Snap.Tasks = append(h.Snap.Tasks, t)
+	h.FairUsage.Placed(h.FairShare, h.account(t), t)
+}
+
+// stopped records that task t stopped holding resources now (the
+// caller drops it from the snapshot).
+func (h *Harness) stopped(t *structs.Task) {
+	e := *t
+	e.State, e.EndedAt = structs.TaskSucceeded, h.Now
+	h.FairUsage.Ended(h.FairShare, h.account(&e), &e)
+	h.ended = append(h.ended, &e)
+}
+
 // Cycle runs one scheduling cycle and applies its plan.
 func (h *Harness) Cycle() *sched.Plan {
 	h.T.Helper()
 	h.seq++
 	h.Snap.Index = uint64(h.seq)
+	h.Snap.FairShare = sched.Positions(&h.FairUsage, func(s structs.Scope) float64 { return h.Weights[s] }, h.Snap.Jobs, h.FairShare.AgingOrDefault())
 	p := sched.Schedule(h.Snap, sched.Input{Pending: h.Pending(), Now: h.Now, Seed: uint64(h.seq)})
 	h.Last = p
 	h.Apply(p)
@@ -177,7 +232,7 @@ func (h *Harness) Apply(p *sched.Plan) {
 		uses.AddHeld(pl.Held)
 		for _, tp := range pl.Tasks {
 			uses.Add(tp.Node, tp.Resources, tp.Accels)
-			h.Snap.Tasks = append(h.Snap.Tasks, &structs.Task{
+			h.add(&structs.Task{
 				ID: structs.MakeTaskID(j.ID, tp.Index, j.Attempt), Job: j.ID, Index: tp.Index, Attempt: j.Attempt,
 				Node: tp.Node, Pool: tp.Pool, Priority: j.Priority, State: structs.TaskRunning,
 				Resources: tp.Resources, Accels: tp.Accels, Healthy: true,
@@ -255,6 +310,7 @@ func (h *Harness) Settle() {
 	for _, t := range h.Snap.Tasks {
 		if t.State == structs.TaskStopping {
 			requeue[t.Job] = true
+			h.stopped(t)
 			continue
 		}
 		kept = append(kept, t)
@@ -292,6 +348,8 @@ func (h *Harness) end(id structs.JobID, s structs.JobState, reason string) {
 	for _, t := range h.Snap.Tasks {
 		if t.Job != id {
 			kept = append(kept, t)
+		} else {
+			h.stopped(t)
 		}
 	}
 	h.Snap.Tasks = kept
@@ -333,7 +391,7 @@ func (h *Harness) BindExecutorPod(id string, pod sched.ExecutorPod) (sched.TaskP
 	if err != nil {
 		return tp, err
 	}
-	h.Snap.Tasks = append(h.Snap.Tasks, &structs.Task{ID: structs.MakeTaskID(j.ID, idx, j.Attempt), Job: j.ID, Index: idx,
+	h.add(&structs.Task{ID: structs.MakeTaskID(j.ID, idx, j.Attempt), Job: j.ID, Index: idx,
 		Attempt: j.Attempt, Node: tp.Node, Pool: tp.Pool, Priority: j.Priority, State: structs.TaskRunning,
 		Resources: tp.Resources, Accels: tp.Accels, Executor: pod.Name, ScheduledAt: h.Now, StartedAt: h.Now})
 	h.Snap.Reservations = sched.TakeHeld(h.Snap.Reservations, j.ID, tp.Node)
@@ -421,6 +479,10 @@ func (h *Harness) UsedAccels(n string) int {
 func (h *Harness) check() {
 	h.T.Helper()
 	require.NoError(h.T, sched.CheckInvariants(h.Snap))
+	all := append(slices.Clone(h.Snap.Tasks), h.ended...)
+	want := sched.RecomputeUsage(h.FairShare, h.FairUsage.Since, h.FairUsage.At, all,
+		func(id structs.JobID) *structs.Job { return h.Snap.Jobs[id] }, h.poolProject)
+	require.NoError(h.T, sched.CheckUsage(h.FairUsage, want))
 }
 
 // Scale changes service id to replicas: down through sched.ScaleDown (the
@@ -442,6 +504,7 @@ func (h *Harness) Scale(id string, replicas int) error {
 		kept := h.Snap.Tasks[:0]
 		for _, t := range h.Snap.Tasks {
 			if stop[t.ID] {
+				h.stopped(t)
 				continue
 			}
 			if n, ok := p.Reindex[t.ID]; ok {
