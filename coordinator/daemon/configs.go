@@ -2,11 +2,15 @@ package daemon
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/atom-sched/atom/coordinator/kube"
+	"github.com/atom-sched/atom/coordinator/local"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -18,14 +22,22 @@ import (
 const EnvConfigRoot = "ATOM_CONFIG_ROOT"
 
 // writeConfigs gives a local task its configs and secrets: each mounted
-// one's keys as files under root (root + its mountPath; a secret's files
-// 0600 in directories 0700, a config's 0644), each one given as env its
-// keys as variables in env. It sets EnvConfigRoot when it mounts any.
-// Errors name configs and keys, never values.
+// one's keys as files under root (root + its mountPath), read-only as in
+// a container's config volume (a secret's files 0400 in directories
+// 0500, a config's 0444 in 0555; and, where this process may mount,
+// root bind-mounted on itself read-only, so that a task running as root
+// cannot write them either); each one given as env its keys as
+// variables in env. It sets EnvConfigRoot when it mounts any. What an
+// earlier start of the task wrote there is replaced. Errors name configs
+// and keys, never values.
 func writeConfigs(root string, cfgs []taskenv.Config, env map[string]string) error {
+	if err := removeConfigs(root); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		return err
 	}
+	modes := map[string]os.FileMode{} // what each file and mounted directory ends with
 	for _, c := range cfgs {
 		what := fmt.Sprintf("%s %s (%s)", c.Ref.Kind(), c.Ref.Name(), c.Ref.Owner)
 		if c.Ref.Env {
@@ -37,29 +49,85 @@ func writeConfigs(root string, cfgs []taskenv.Config, env map[string]string) err
 			}
 			continue
 		}
-		dirMode, fileMode := os.FileMode(0o755), os.FileMode(0o644)
+		dirMode, fileMode := os.FileMode(0o555), os.FileMode(0o444)
 		if c.Ref.Kind() == structs.ConfigKindSecret {
-			dirMode, fileMode = 0o700, 0o600
+			dirMode, fileMode = 0o500, 0o400
 		}
 		dir := filepath.Join(root, filepath.FromSlash(c.Ref.MountPath))
-		if err := os.MkdirAll(dir, dirMode); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := os.Chmod(dir, dirMode); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
+		modes[dir] = dirMode
 		for k, v := range c.Data {
 			p := filepath.Join(dir, k)
-			if err := os.WriteFile(p, v, fileMode); err != nil {
+			if err := os.WriteFile(p, v, 0o600); err != nil {
 				return fmt.Errorf("%s: key %s: %w", what, k, err)
 			}
-			if err := os.Chmod(p, fileMode); err != nil {
-				return fmt.Errorf("%s: key %s: %w", what, k, err)
-			}
+			modes[p] = fileMode
 		}
 		env[EnvConfigRoot] = root
 	}
+	if env[EnvConfigRoot] == "" {
+		return nil
+	}
+	return readOnly(root, modes)
+}
+
+// configsDir is where task id's mounted configs and secrets are, in its
+// directory.
+func configsDir(run *local.Backend, id string) string {
+	return filepath.Join(filepath.Dir(run.LogPath(id)), "configs")
+}
+
+// unmountLeftConfigs unmounts the configs of the tasks of run's
+// directory: a coordinator killed (kill -9) before its tasks ended left
+// them mounted. Called before run starts any task.
+func unmountLeftConfigs(run *local.Backend) {
+	ids, _ := run.TaskDirs()
+	for _, id := range ids {
+		unmountConfigs(configsDir(run, id))
+	}
+}
+
+// readOnly gives the files and directories under root their modes (a
+// directory modes does not name: 0555), the deepest first, then mounts
+// root read-only where this process may.
+func readOnly(root string, modes map[string]os.FileMode) error {
+	var paths []string
+	err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		paths = append(paths, p)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range slices.Backward(paths) {
+		m, ok := modes[p]
+		if !ok {
+			m = 0o555
+		}
+		if err := os.Chmod(p, m); err != nil {
+			return err
+		}
+	}
+	mountReadOnly(root)
 	return nil
+}
+
+// removeConfigs removes a task's configs directory, whatever
+// writeConfigs made of it (a read-only mount, read-only directories).
+func removeConfigs(root string) error {
+	unmountConfigs(root)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			err = os.Chmod(p, 0o700)
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.RemoveAll(root)
 }
 
 // keepConfigs names the ConfigMaps and Secrets of atom's configs that the

@@ -24,8 +24,8 @@ import (
 )
 
 // TestDevConfigsAndSecrets: on coordinator dev, a service's replicas
-// read a config as files and a secret as environment variables and as a
-// 0600 file; an update leaves them as they were until service restart,
+// read a config as read-only files and a secret as environment variables
+// and as a 0400 file; an update leaves them as they were until service restart,
 // after which every replica reads the new version; the config cannot be
 // deleted while the service runs. The secret's value is in no Raft log
 // entry, snapshot or server log line (debug level), only in the tasks'
@@ -64,7 +64,7 @@ func TestDevConfigsAndSecrets(t *testing.T) {
 name: web
 replicas: 2
 minAvailable: 1
-command: [sh, -c, 'cat $ATOM_CONFIG_ROOT/etc/web/index.html > seen; echo "$PASSWORD" > pw; exec sleep 600']
+command: [sh, -c, 'cd $ATOM_CONFIG_ROOT/etc/web; { echo x > index.html || echo refused; touch new || echo refused; } 2> /dev/null > $HOME/wrote; cat index.html > $HOME/seen; echo "$PASSWORD" > $HOME/pw; exec sleep 600']
 resources: {cpu: 1, memory: 1Gi}
 configs: [{config: web, mountPath: /etc/web}, {secret: db, env: true}, {secret: tls, mountPath: /etc/tls}]
 `)
@@ -112,10 +112,13 @@ configs: [{config: web, mountPath: /etc/web}, {secret: db, env: true}, {secret: 
 		assert.Equal(t, tlsKey, b, "the secret as a file, bytes exactly")
 		fi, err := os.Stat(key)
 		require.NoError(t, err)
-		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+		assert.Equal(t, os.FileMode(0o400), fi.Mode().Perm())
 		fi, err = os.Stat(filepath.Dir(key))
 		require.NoError(t, err)
-		assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+		assert.Equal(t, os.FileMode(0o500), fi.Mode().Perm())
+		b, err = os.ReadFile(filepath.Join(taskDir(tk), "wrote"))
+		require.NoError(t, err)
+		assert.Equal(t, "refused\nrefused\n", string(b), "configs are read-only, even to a task run as root")
 		assert.Equal(t, 1, tk.Configs[0].Version)
 	}
 

@@ -178,6 +178,7 @@ func Start(cfg Config) (*Daemon, error) {
 		ln.Close()
 		return nil, err
 	}
+	unmountLeftConfigs(run)
 	ttl := cfg.Server.HeartbeatTTL
 	if ttl <= 0 {
 		ttl = server.DefaultHeartbeatTTL

@@ -97,6 +97,9 @@ type stateReader interface {
 // atom, the command is all there is and a job without one fails here.
 // Starting a started task does nothing.
 func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) error {
+	if b.run.Started(string(t.ID)) {
+		return nil // and its configs stay as its process has them
+	}
 	cmd := append(append([]string(nil), j.Command...), j.Args...)
 	b.mu.Lock()
 	b.tokens[t.ID] = token
@@ -119,9 +122,10 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 		// The job's env, then atom's, win over a config's keys.
 		cfgs, err := b.Configs(t, j)
 		if err == nil {
-			err = writeConfigs(filepath.Join(filepath.Dir(b.run.LogPath(string(t.ID))), "configs"), cfgs, env)
+			err = writeConfigs(b.configsDir(t.ID), cfgs, env)
 		}
 		if err != nil {
+			_ = removeConfigs(b.configsDir(t.ID))
 			return b.report(t.ID, structs.TaskEvent{State: structs.TaskFailed, ExitCode: 127, Message: "configs: " + err.Error()})
 		}
 	}
@@ -168,6 +172,9 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 		env["ATOM_JOB_SPEC"] = string(spec)
 	}
 	err := b.run.Start(context.Background(), local.Launch{TaskID: string(t.ID), JobID: string(j.ID), Attempt: t.Attempt, Command: cmd, Env: env})
+	if err != nil {
+		_ = removeConfigs(b.configsDir(t.ID))
+	}
 	if errors.Is(err, local.ErrClosed) {
 		return fmt.Errorf("%w: %w", server.ErrBackendClosed, err)
 	}
@@ -179,6 +186,9 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 func (b *LocalBackend) Stop(id structs.TaskID, grace time.Duration) error {
 	return b.run.Stop(string(id), grace)
 }
+
+// configsDir is where task id's mounted configs and secrets are.
+func (b *LocalBackend) configsDir(id structs.TaskID) string { return configsDir(b.run, string(id)) }
 
 // Close stops every process and the reporting loops.
 func (b *LocalBackend) Close() {
@@ -225,6 +235,12 @@ func (b *LocalBackend) pump() {
 			ev.State, ev.ExitCode, ev.Message = structs.TaskFailed, 127, e.Err
 		default:
 			continue
+		}
+		if ev.State != structs.TaskRunning {
+			// Its configs go with it, as a Pod's volumes do; its output stays.
+			if err := removeConfigs(b.configsDir(id)); err != nil {
+				b.log.Warn("task configs not removed", "task", id, "err", err)
+			}
 		}
 		if err := b.report(id, ev); errors.Is(err, server.ErrTaskEnded) {
 			// atom reported the end itself, just before it exited.

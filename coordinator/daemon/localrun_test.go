@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -132,6 +133,7 @@ func TestLocalBackendWithoutAtomNeedsACommand(t *testing.T) {
 // $ATOM_CONFIG_ROOT and as environment variables, the job's own env
 // winning over a config's key; a value with a NUL byte cannot be an
 // environment variable: the task fails saying so, naming the key only.
+// The configs go when the task ends, as a Pod's volumes do.
 func TestLocalBackendConfigs(t *testing.T) {
 	lb, run, r := newLocalBackend(t, "")
 	ref := structs.ConfigRef{Config: "train", MountPath: "/etc/train", Owner: "user:u1"}
@@ -149,6 +151,8 @@ func TestLocalBackendConfigs(t *testing.T) {
 	out, err := os.ReadFile(run.LogPath(string(tk.ID)))
 	require.NoError(t, err)
 	assert.Equal(t, "0.1 pw from-job\n", string(out))
+	_, err = os.Stat(filepath.Join(filepath.Dir(run.LogPath(string(tk.ID))), "configs"))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "a task's configs go when it ends")
 
 	data["PW"] = []byte("a\x00b")
 	j2 := *j

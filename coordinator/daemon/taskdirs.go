@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/local"
@@ -52,7 +53,15 @@ func sweepTaskDirs(ctx context.Context, run *local.Backend, fw *forwarder, every
 			}
 		})
 		removed := 0
+		running := run.Running()
 		for _, id := range gone {
+			if !slices.Contains(running, id) {
+				// Its configs' read-only mount and directories first.
+				if err := removeConfigs(configsDir(run, id)); err != nil {
+					log.Warn("task directory kept", "task", id, "err", err)
+					continue
+				}
+			}
 			if err := run.Forget(id); err != nil {
 				log.Warn("task directory kept", "task", id, "err", err)
 				continue

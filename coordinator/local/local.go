@@ -443,6 +443,15 @@ func (b *Backend) killAfter(t *task, d time.Duration) {
 	}
 }
 
+// Started reports whether Start has run task taskID, whatever became of
+// it (a later Start of it does nothing).
+func (b *Backend) Started(taskID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.tasks[taskID]
+	return ok
+}
+
 // Running returns the IDs of the tasks whose leader is alive, sorted.
 func (b *Backend) Running() []string {
 	b.mu.Lock()
