@@ -72,42 +72,57 @@ func (w *world) buildTopology() {
 	if maxL == 0 {
 		return
 	}
+	// A domain is its parent (the node's domain one level wider, -1 at
+	// the widest or where the node has none there) and its label value.
 	type key struct {
-		cl   int16
-		lvl  int8
-		path string
+		cl     int16
+		lvl    int8
+		parent int32
+		v      string
 	}
 	ids := map[key]int32{}
 	var keys []key
-	var vals []string // a domain's label value, by id
-	var path []byte
+	total := 0
+	for i := range w.nodes {
+		total += len(t.levels[w.nodes[i].cluster])
+	}
+	doms, tidx := make([]int32, total), make([]*buckets, 0, total) // backing of every node's doms and tidx
 	for i := range w.nodes {
 		n := &w.nodes[i]
 		lv := t.levels[n.cluster]
 		if len(lv) == 0 {
 			continue
 		}
-		n.doms = make([]int32, len(lv))
-		path = path[:0]
+		n.doms, doms = doms[:len(lv):len(lv)], doms[len(lv):]
+		parent := int32(-1)
 		for l, label := range lv {
 			v := n.n.Tags[label]
-			path = append(append(path, v...), 0)
 			if v == "" {
 				n.doms[l] = -1
+				parent = -1
 				continue
 			}
-			k := key{n.cluster, int8(l), string(path)}
+			k := key{n.cluster, int8(l), parent, v}
 			id, ok := ids[k]
 			if !ok {
 				id = int32(len(keys))
 				ids[k] = id
-				keys, vals = append(keys, k), append(vals, v)
+				keys = append(keys, k)
 			}
-			n.doms[l] = id
+			n.doms[l], parent = id, id
 		}
 	}
-	// Domains in order (cluster, level, path), so ties break the same way
-	// whatever the node order.
+	// Domains in order (cluster, level, values from the widest level), so
+	// ties break the same way whatever the node order.
+	paths := make([]string, len(keys)) // keys[i]'s values joined by "/"; parents come first
+	for i, k := range keys {
+		paths[i] = k.v
+		if k.parent >= 0 {
+			paths[i] = paths[k.parent] + "/" + k.v
+		} else if k.lvl > 0 {
+			paths[i] = strings.Repeat("/", int(k.lvl)) + k.v
+		}
+	}
 	order := make([]int32, len(keys))
 	for i := range order {
 		order[i] = int32(i)
@@ -120,7 +135,7 @@ func (w *world) buildTopology() {
 		if ka.lvl != kb.lvl {
 			return cmp.Compare(ka.lvl, kb.lvl)
 		}
-		return strings.Compare(ka.path, kb.path)
+		return strings.Compare(paths[a], paths[b])
 	})
 	remap := make([]int32, len(keys))
 	t.doms = make([]tdomain, len(keys))
@@ -128,17 +143,21 @@ func (w *world) buildTopology() {
 	for cl := range t.at {
 		t.at[cl] = make([][]int32, len(t.levels[cl]))
 	}
-	same := map[key]int{} // domains of a level sharing a value
-	for _, id := range order {
-		k := keys[id]
-		same[key{k.cl, k.lvl, vals[id]}]++
+	type value struct {
+		cl  int16
+		lvl int8
+		v   string
+	}
+	same := map[value]int{} // domains of a level sharing a value
+	for _, k := range keys {
+		same[value{k.cl, k.lvl, k.v}]++
 	}
 	for newID, id := range order {
 		k := keys[id]
 		remap[id] = int32(newID)
-		name := vals[id]
-		if same[key{k.cl, k.lvl, name}] > 1 {
-			name = strings.ReplaceAll(strings.TrimSuffix(k.path, "\x00"), "\x00", "/")
+		name := k.v
+		if same[value{k.cl, k.lvl, k.v}] > 1 {
+			name = paths[id]
 		}
 		t.doms[newID] = tdomain{cluster: k.cl, level: k.lvl, name: name}
 		t.at[k.cl][k.lvl] = append(t.at[k.cl][k.lvl], int32(newID))
@@ -161,9 +180,9 @@ func (w *world) buildTopology() {
 			n.doms[l] = id
 			d := &t.doms[id]
 			d.nodes++
-			b := w.partOf(id, n.group, l)
-			n.tidx = append(n.tidx, b)
+			tidx = append(tidx, w.partOf(id, n.group, l))
 		}
+		n.tidx, tidx = tidx[:len(tidx):len(tidx)], tidx[len(tidx):]
 	}
 	t.est, t.eest = make([]int, len(t.doms)), make([]int, len(t.doms))
 }

@@ -82,12 +82,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 
 // allTraces lists every trace: the packing pod lists, then the contended
 // replay.
-func allTraces() []string { return append(slices.Clone(traces), traceContended) }
+func allTraces() []string { return append(slices.Clone(traces), traceContended, traceTopology) }
 
 // allPolicies lists every policy of any trace.
 func allPolicies() []string {
 	out := slices.Clone(policies)
-	for _, p := range contendedPolicies {
+	for _, p := range append(slices.Clone(contendedPolicies), topologyPolicies...) {
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
@@ -101,6 +101,9 @@ func (c *config) policiesFor(trace string) []string {
 	known := policies
 	if trace == traceContended {
 		known = contendedPolicies
+	}
+	if trace == traceTopology {
+		known = topologyPolicies
 	}
 	var out []string
 	for _, p := range known {
@@ -138,6 +141,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		code = max(code, reportContended(c, cres, stdout, stderr))
 	}
+	if slices.Contains(c.Traces, traceTopology) {
+		code = max(code, runTopology(c, coreSchedule, stdout, stderr)) // topology.go
+	}
 	fmt.Fprintf(stdout, "seeds=%d workers=%d total_seconds=%.1f\n", c.Seeds, c.Workers, time.Since(start).Seconds())
 	return code
 }
@@ -154,7 +160,7 @@ func replayAll(c *config, schedule scheduleFunc) (map[string]map[string][]*resul
 
 	var runs []*replay
 	for _, t := range c.Traces {
-		if t == traceContended {
+		if t == traceContended || t == traceTopology {
 			continue
 		}
 		reqs, err := loadRequests(c.DataDir, t)
@@ -251,7 +257,7 @@ func summarize(rs []*result) summary {
 func report(c *config, results map[string]map[string][]*result, stdout, stderr io.Writer) int {
 	code := 0
 	for _, t := range c.Traces {
-		if t == traceContended {
+		if t == traceContended || t == traceTopology {
 			continue
 		}
 		sums := map[string]summary{}
