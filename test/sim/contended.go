@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"fmt"
 	"time"
+
+	"github.com/atom-sched/atom/pkg/structs"
 )
 
 // Contended policies, in output order.
@@ -96,6 +98,15 @@ type contendedRun struct {
 	W      workload
 	Jobs   []*simJob
 	Engine engine
+}
+
+// newEngine returns policy's engine over nodes (atomNodes: the same,
+// converted) for jobs.
+func newEngine(policy string, nodes []node, atomNodes []*structs.Node, jobs []*simJob, quota [tenants]int64, schedule scheduleFunc) (engine, error) {
+	if policy == policyAtom || policy == policyAtomFIFO {
+		return newStateEngine(policy, atomNodes, jobs, quota, schedule)
+	}
+	return newFIFOEngine(policy, nodes, jobs, quota)
 }
 
 // newJobs makes the replay's jobs of arrivals over templates.

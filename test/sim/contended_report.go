@@ -70,15 +70,7 @@ func replayContended(c *config, schedule scheduleFunc) (*contendedResults, error
 		start := time.Now()
 		cr := &contendedRun{Policy: r.policy, Seed: r.seed, W: w, Jobs: newJobs(r.arr, tmpls)}
 		rr := &contendedResult{Policy: r.policy, Seed: r.seed, Jobs: len(r.arr)}
-		var atom *stateEngine
-		switch r.policy {
-		case policyAtom, policyAtomFIFO:
-			atom, errs[i] = newStateEngine(atomNodes, cr.Jobs, quota, schedule)
-			cr.Engine = atom
-		default:
-			cr.Engine, errs[i] = newFIFOEngine(r.policy, nodes, cr.Jobs, quota)
-		}
-		if errs[i] != nil {
+		if cr.Engine, errs[i] = newEngine(r.policy, nodes, atomNodes, cr.Jobs, quota, schedule); errs[i] != nil {
 			return
 		}
 		if rr.Cycles, errs[i] = cr.run(); errs[i] != nil {
@@ -86,7 +78,7 @@ func replayContended(c *config, schedule scheduleFunc) (*contendedResults, error
 			return
 		}
 		rr.figures = measure(cr.Jobs, w, gpus)
-		if atom != nil {
+		if atom, ok := cr.Engine.(*stateEngine); ok {
 			rr.Calls, rr.CallTime = atom.Calls, atom.CallTime
 		}
 		rr.Duration = time.Since(start)

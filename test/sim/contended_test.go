@@ -104,34 +104,58 @@ func TestSampleGPUNodes(t *testing.T) {
 	assert.Len(t, s, (gpuNodes+contendedWorkload.NodeEvery-1)/contendedWorkload.NodeEvery)
 }
 
-// smallReplay is a two-GPU node, a low job running two hours, a normal
-// job of the same tenant t1 arriving 10 minutes in, and a second normal
-// one that t1's quota (2 GPUs) refuses until the first has ended.
+// replaySmall replays arrivals of tmpls on nodes under policy, with
+// quotas for nodes' GPUs and w's horizon, and returns the replay.
+func replaySmall(t *testing.T, policy string, nodes []node, tmpls []template, arr []arrival, w workload) *contendedRun {
+	t.Helper()
+	r := &contendedRun{Policy: policy, W: w, Jobs: newJobs(arr, tmpls)}
+	var err error
+	r.Engine, err = newEngine(policy, nodes, toNodes(nodes), r.Jobs, tenantQuotas(totalGPUs(nodes)), coreSchedule)
+	require.NoError(t, err)
+	cycles, err := r.run()
+	require.NoError(t, err)
+	assert.Equal(t, int(w.horizon()/w.Tick), cycles)
+	if e, ok := r.Engine.(*stateEngine); ok {
+		require.NoError(t, e.st.CheckInvariants())
+	}
+	return r
+}
+
+// smallWorkload is 4 hours, a cycle every 30 s, the whole time measured.
+var smallWorkload = workload{Hours: 4, Warmup: 0, Tick: 30 * time.Second, StopGrace: 30 * time.Second}
+
+// oneNode is a node of 2 GPUs, 8 cores and 32 GiB each.
+var oneNode = []node{{Name: "n1", MilliCPU: 16000, MemoryMiB: 65536, GPUs: 2, Model: "G"}}
+
+// smallReplay is a two-GPU node, a low job of tenant t2 running two
+// hours, a normal job of tenant t1 arriving 10 minutes in, and a second
+// normal one that t1's quota (2 GPUs) refuses until the first has ended.
 func smallReplay(t *testing.T, policy string) figures {
 	t.Helper()
-	nodes := []node{{Name: "n1", MilliCPU: 16000, MemoryMiB: 65536, GPUs: 2, Model: "G"}}
 	tmpls := []template{
 		{request: request{Name: "low", MilliCPU: 8000, Memory: 16 << 30, GPUs: 2}, Run: 2 * time.Hour, Priority: structs.PriorityLow},
 		{request: request{Name: "normal", MilliCPU: 4000, Memory: 8 << 30, GPUs: 1}, Run: time.Hour, Priority: structs.PriorityNormal},
 		{request: request{Name: "big", MilliCPU: 8000, Memory: 16 << 30, GPUs: 2}, Run: 30 * time.Minute, Priority: structs.PriorityNormal},
 	}
 	arr := []arrival{{At: 0, Tenant: 1, Tmpl: 0}, {At: 600 * time.Second, Tenant: 0, Tmpl: 1}, {At: 700 * time.Second, Tenant: 0, Tmpl: 2}}
-	w := workload{Hours: 4, Warmup: 0, Tick: 30 * time.Second, StopGrace: 30 * time.Second}
-	quota := tenantQuotas(2)
-	require.EqualValues(t, 2, quota[0])
-	r := &contendedRun{Policy: policy, W: w, Jobs: newJobs(arr, tmpls)}
-	var err error
-	switch policy {
-	case policyAtom, policyAtomFIFO:
-		r.Engine, err = newStateEngine(toNodes(nodes), r.Jobs, quota, coreSchedule)
-	default:
-		r.Engine, err = newFIFOEngine(policy, nodes, r.Jobs, quota)
+	require.EqualValues(t, 2, tenantQuotas(2)[0])
+	r := replaySmall(t, policy, oneNode, tmpls, arr, smallWorkload)
+	return measure(r.Jobs, smallWorkload, 2)
+}
+
+// TestFairShareOrdersTenants: t1's two low jobs of two GPUs arrive
+// before t2's. Oldest first, t1's second job goes next; by fair share,
+// t2's (t1 has used the node for an hour, t2 nothing).
+func TestFairShareOrdersTenants(t *testing.T) {
+	tmpls := []template{{request: request{Name: "low", MilliCPU: 8000, Memory: 16 << 30, GPUs: 2}, Run: time.Hour, Priority: structs.PriorityLow}}
+	arr := []arrival{{At: 0, Tenant: 0}, {At: time.Minute, Tenant: 0}, {At: 2 * time.Minute, Tenant: 1}}
+	first := func(policy string) []time.Duration {
+		r := replaySmall(t, policy, oneNode, tmpls, arr, smallWorkload)
+		return []time.Duration{r.Jobs[0].First, r.Jobs[1].First, r.Jobs[2].First}
 	}
-	require.NoError(t, err)
-	cycles, err := r.run()
-	require.NoError(t, err)
-	assert.Equal(t, 480, cycles)
-	return measure(r.Jobs, w, 2)
+	assert.Equal(t, []time.Duration{0, time.Hour, 2 * time.Hour}, first(policyAtomFIFO))
+	assert.Equal(t, []time.Duration{0, 2 * time.Hour, time.Hour}, first(policyAtom))
+	assert.Equal(t, []time.Duration{0, time.Hour, 2 * time.Hour}, first(policyFirstFit))
 }
 
 func TestSmallReplayAtom(t *testing.T) {
@@ -184,17 +208,11 @@ func TestTinyContendedReplay(t *testing.T) {
 			var figs []figures
 			for range 2 {
 				r := &contendedRun{Policy: p, W: w, Jobs: newJobs(arr, tmpls)}
-				var atom *stateEngine
-				if p == policyAtom || p == policyAtomFIFO {
-					atom, err = newStateEngine(toNodes(nodes), r.Jobs, tenantQuotas(gpus), coreSchedule)
-					r.Engine = atom
-				} else {
-					r.Engine, err = newFIFOEngine(p, nodes, r.Jobs, tenantQuotas(gpus))
-				}
+				r.Engine, err = newEngine(p, nodes, toNodes(nodes), r.Jobs, tenantQuotas(gpus), coreSchedule)
 				require.NoError(t, err)
 				_, err = r.run()
 				require.NoError(t, err)
-				if atom != nil {
+				if atom, ok := r.Engine.(*stateEngine); ok {
 					require.NoError(t, atom.st.CheckInvariants())
 				}
 				f := measure(r.Jobs, w, gpus)

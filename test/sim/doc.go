@@ -94,12 +94,15 @@
 //
 //   - atom, atom-fifo: the coordinator's replicated state (coordinator/state)
 //     changed only by the commands its leader and agents send (JobSubmit,
-//     PlanCommit, TaskUpdate, JobsExpire; times inside them), and
-//     sched.Schedule deciding each cycle on the state's snapshot and pending
-//     jobs, as the leader's cycle does (engine_atom.go). Quota, order,
-//     placement, preemption and requeueing are theirs; the replay adds no
-//     rule. atom-fifo is today's order (priority, then time pending) and
-//     victim choice.
+//     PlanCommit, TaskUpdate, UsageAccrue every 30 s, JobsExpire; times
+//     inside them), and sched.Schedule deciding each cycle on the state's
+//     snapshot and pending jobs, as the leader's cycle does
+//     (engine_atom.go). Quota, fair-share usage, order, placement,
+//     preemption and requeueing are theirs; the replay adds no rule. atom
+//     orders each priority by fair share (every tenant weight 1, the
+//     default half-life and aging). atom-fifo is the order and victim
+//     choice from before fair share: the snapshot's fair-share positions
+//     are dropped, so each priority goes oldest first.
 //   - first-fit (what a default Kubernetes does), best-fit: kube-scheduler's
 //     queue (priority, then oldest first) over raw requests, the first node
 //     that fits or the one left with the fewest free GPUs; a job that does

@@ -21,6 +21,7 @@ type stateEngine struct {
 	st       *state.State
 	schedule scheduleFunc
 	index    uint64
+	fifo     bool // atom-fifo: no fair-share order
 	jobs     []*simJob
 	ids      map[structs.JobID]int
 	task     []structs.TaskID // per job, the task of its current attempt
@@ -37,8 +38,8 @@ var simStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // drop ended jobs from the state as the leader's retention loop does.
 const expireEvery = 120
 
-func newStateEngine(nodes []*structs.Node, jobs []*simJob, quota [tenants]int64, schedule scheduleFunc) (*stateEngine, error) {
-	e := &stateEngine{st: state.New(), schedule: schedule, jobs: jobs,
+func newStateEngine(policy string, nodes []*structs.Node, jobs []*simJob, quota [tenants]int64, schedule scheduleFunc) (*stateEngine, error) {
+	e := &stateEngine{st: state.New(), schedule: schedule, fifo: policy == policyAtomFIFO, jobs: jobs,
 		ids: make(map[structs.JobID]int, len(jobs)), task: make([]structs.TaskID, len(jobs))}
 	for _, n := range nodes {
 		if _, err := e.apply(&state.NodeUpsert{Node: n}); err != nil {
@@ -84,7 +85,15 @@ func (e *stateEngine) cycle(now time.Duration) (placed, preempted []int, err err
 			return nil, nil, err
 		}
 	}
+	// The leader accrues fair-share usage every 30 s (its default
+	// UsageEvery), the replay's tick.
+	if _, err := e.apply(&state.UsageAccrue{Now: at}); err != nil {
+		return nil, nil, err
+	}
 	snap, pending := e.st.Snapshot(), e.st.Pending()
+	if e.fifo {
+		snap.FairShare = nil // oldest first within a priority
+	}
 	if len(pending) == 0 && len(snap.Reservations) == 0 {
 		return nil, nil, nil
 	}
