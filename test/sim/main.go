@@ -34,9 +34,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run ./test/sim [flags]\n\n"+
-			"Replays the Alibaba cluster-trace-gpu-v2023 pod lists through atom's scheduling\n"+
-			"core and the first-fit, best-fit and random baselines, and prints the GPU\n"+
-			"allocation rate of each. Exits 1 if atom does not beat best-fit on a trace.\n\n")
+			"Replays the Alibaba cluster-trace-gpu-v2023 through atom's scheduling core and\n"+
+			"baselines, side by side: packing replays of the pod lists (GPU allocation\n"+
+			"rate), a contended replay with departures, tenants and priorities (utilisation,\n"+
+			"fairness, waits, work lost to preemption) and a topology replay. Exits 1 if a\n"+
+			"target is missed (test/sim/doc.go has them), 2 on errors.\n\n")
 		fs.PrintDefaults()
 	}
 	c := &config{}
