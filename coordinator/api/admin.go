@@ -122,6 +122,9 @@ func (s *server) getPool(_ http.ResponseWriter, r *http.Request, _ caller) (int,
 	}
 	var p *structs.Pool
 	s.store.Read(func(st *state.State) { p = st.Pools[structs.PoolID(name)] })
+	if p == nil && name == string(structs.PublicPool) {
+		p = &structs.Pool{Name: structs.PublicPool} // no settings made
+	}
 	if p == nil {
 		return 0, nil, errorf(http.StatusNotFound, "pool %s not found", name)
 	}
@@ -134,7 +137,7 @@ func (s *server) putPool(_ http.ResponseWriter, r *http.Request, _ caller) (int,
 	if err := objectName("pool", name); err != nil {
 		return 0, nil, err
 	}
-	body, err := readBody(r, structs.MaxSpecBytes, "a pool spec in YAML or JSON (name, project, members, lendIdle)")
+	body, err := readBody(r, structs.MaxSpecBytes, "a pool spec in YAML or JSON (name, project, members, lendIdle, maxPreemptNotice, minRuntime)")
 	if err != nil {
 		return 0, nil, err
 	}

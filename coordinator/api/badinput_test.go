@@ -133,7 +133,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		"pool: unknown field":    {"admin", "PUT", "/v1/pools/vision", `{name: vision, project: vision, member: [u1]}`, 400, "member is not a known field", nil},
 		"pool: JSON unknown":     {"admin", "PUT", "/v1/pools/vision", `{"name": "vision", "project": "vision", "Members": ["u1"]}`, 400, "Members is not a known field", nil},
 		"pool: bad member":       {"admin", "PUT", "/v1/pools/vision", `{name: vision, project: vision, members: ["u 1"]}`, 400, "members[0]", nil},
-		"pool: public":           {"admin", "PUT", "/v1/pools/public", `{name: public}`, 400, "project pool", nil},
+		"pool: public":           {"admin", "PUT", "/v1/pools/public", `{name: public, minRuntime: 25h}`, 400, "use a duration from 0s to 24h", nil},
 		"pool: project taken":    {"admin", "PUT", "/v1/pools/vision", `{name: vision, project: perception}`, 409, "already has pool perception", nil},
 		"pool: empty":            {"admin", "PUT", "/v1/pools/vision", ``, 400, "request body is empty: send a pool spec", nil},
 		"pool: bad UTF-8":        {"admin", "PUT", "/v1/pools/vision", "name: vision\nproject: vi\x80sion\n", 400, "not valid UTF-8", nil},

@@ -33,7 +33,7 @@ func poolCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "list the project pools", Flags: []cli.Flag{outputFlag()}, Action: poolList},
 			{Name: "set", Usage: "create or replace a pool from a pool spec (admins)", UsageText: "coordinator pool set -f FILE",
-				Flags: []cli.Flag{fileFlag("the pool spec (name, project, members, lendIdle)"), outputFlag()}, Action: poolSet},
+				Flags: []cli.Flag{fileFlag("the pool spec (name, project, members, lendIdle, maxPreemptNotice, minRuntime; the public pool: name and minRuntime)"), outputFlag()}, Action: poolSet},
 			{Name: "delete", Usage: "delete a pool no node belongs to (admins)", ArgsUsage: "NAME", Action: poolDelete},
 		},
 	}
@@ -163,13 +163,17 @@ func poolList(c *cli.Context) error {
 			return
 		}
 		tw := tab(w)
-		row(tw, "NAME", "PROJECT", "MEMBERS", "LENDS IDLE NODES")
+		row(tw, "NAME", "PROJECT", "MEMBERS", "LENDS IDLE NODES", "MIN RUNTIME")
 		for _, p := range pools {
 			members := make([]string, len(p.Members))
 			for i, m := range p.Members {
 				members[i] = string(m)
 			}
-			row(tw, p.Name, p.Project, strings.Join(members, ","), p.LendIdle)
+			run := "-"
+			if p.MinRuntime > 0 {
+				run = p.MinRuntime.D().String()
+			}
+			row(tw, p.Name, p.Project, strings.Join(members, ","), p.LendIdle, run)
 		}
 		tw.Flush()
 	})

@@ -289,10 +289,23 @@ func TestAdminCommands(t *testing.T) {
 	assert.ErrorContains(t, err, "is for admins")
 	assert.Equal(t, "pool vision set\n", must(t, e, "admin", "pool", "set", "-f", file(t, "name: vision\nproject: vision\nmembers: [u2]\n")))
 	assert.Equal(t, ""+
-		"NAME        PROJECT     MEMBERS  LENDS IDLE NODES\n"+
-		"perception  perception  u1,m1    true\n"+
-		"vision      vision      u2       false\n",
+		"NAME        PROJECT     MEMBERS  LENDS IDLE NODES  MIN RUNTIME\n"+
+		"perception  perception  u1,m1    true              -\n"+
+		"vision      vision      u2       false             -\n",
 		must(t, e, "u2", "pool", "list"))
+	assert.Equal(t, "pool public set\n", must(t, e, "admin", "pool", "set", "-f", file(t, "name: public\nminRuntime: 10m\n")))
+	assert.Equal(t, ""+
+		"NAME        PROJECT     MEMBERS  LENDS IDLE NODES  MIN RUNTIME\n"+
+		"perception  perception  u1,m1    true              -\n"+
+		"public      -           -        false             10m0s\n"+
+		"vision      vision      u2       false             -\n",
+		must(t, e, "u2", "pool", "list"))
+	_, err = run(t, e, "admin", "pool", "set", "-f", file(t, "name: public\nminRuntime: 25h\n"))
+	assert.ErrorContains(t, err, `minRuntime "25h" is not allowed: use a duration from 0s to 24h, such as 10m (leave it out for none)`)
+	_, err = run(t, e, "admin", "pool", "delete", "public")
+	assert.ErrorContains(t, err, "the public pool is never deleted: set it without minRuntime to drop its settings")
+	assert.Equal(t, "pool public set\n", must(t, e, "admin", "pool", "set", "-f", file(t, "name: public\n")))
+	assert.NotContains(t, must(t, e, "u2", "pool", "list"), "public")
 
 	assert.Equal(t, "node v1 set: cpu=8 memory=32Gi\n", must(t, e, "admin", "node", "set", "-f", file(t, "name: v1\npool: vision\ncpu: 8\nmemory: 32Gi\n")))
 	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: service, name: web, project: perception, resources: {accelerators: {type: A100, count: 2}}}`))

@@ -104,7 +104,8 @@ func takeExecutor(ctx context.Context, srv *server.Server, req kube.ExecutorRequ
 // (noRoom says why), stop low jobs to make room for it, and returns why it
 // waits: for them to stop, or as noRoom says when it preempts nothing.
 func preemptForExecutor(ctx context.Context, srv *server.Server, snap *sched.Snapshot, j *structs.Job, d *structs.Task, pod sched.ExecutorPod, noRoom error) error {
-	pre, r, err := sched.PreemptForExecutor(snap, j, d, pod)
+	now := time.Now()
+	pre, r, err := sched.PreemptForExecutor(snap, j, d, pod, now)
 	if err != nil {
 		if errors.Is(err, sched.ErrNoRoom) {
 			return err
@@ -112,7 +113,7 @@ func preemptForExecutor(ctx context.Context, srv *server.Server, snap *sched.Sna
 		return noRoom
 	}
 	if _, err := srv.Apply(ctx, &state.ExecutorPreempt{Job: j.ID, Driver: d.ID, Pod: pod.Name, Preemptions: pre,
-		Reservation: r, Now: time.Now()}); err != nil {
+		Reservation: r, Now: now}); err != nil {
 		return fmt.Errorf("%w (preempting for it failed: %w)", noRoom, err)
 	}
 	victims := make([]string, 0, len(pre))

@@ -72,7 +72,9 @@ func (c *NodeRemove) apply(s *State) (any, error) {
 	return nil, nil
 }
 
-// PoolUpsert adds or replaces a project pool.
+// PoolUpsert adds or replaces a project pool, or sets the public pool's
+// one setting, its minimum runtime (the state keeps the public pool only
+// while that is set).
 type PoolUpsert struct {
 	Pool *structs.Pool `json:"pool"`
 }
@@ -81,6 +83,17 @@ func (*PoolUpsert) Type() MsgType { return MsgPoolUpsert }
 
 func (c *PoolUpsert) apply(s *State) (any, error) {
 	p := c.Pool
+	if p != nil && p.Name == structs.PublicPool {
+		if p.Project != "" || len(p.Members) > 0 || p.LendIdle || p.MaxPreemptNotice != 0 || p.MinRuntime < 0 {
+			return nil, invalidf("pool %s: the public pool sets only minRuntime", p.Name)
+		}
+		if p.MinRuntime == 0 {
+			delete(s.Pools, p.Name)
+		} else {
+			s.Pools[p.Name] = p
+		}
+		return nil, nil
+	}
 	if p == nil || p.Name == "" || p.Name == structs.PublicPool || p.Project == "" {
 		return nil, invalidf("pool: a project pool needs a name other than %q and a project", structs.PublicPool)
 	}
@@ -104,6 +117,9 @@ func (*PoolRemove) Type() MsgType { return MsgPoolRemove }
 func (c *PoolRemove) apply(s *State) (any, error) {
 	if s.Pools[c.Name] == nil {
 		return nil, fmt.Errorf("pool %s: %w", c.Name, ErrNotFound)
+	}
+	if c.Name == structs.PublicPool {
+		return nil, invalidf("the public pool is never deleted: set it without minRuntime to drop its settings")
 	}
 	for _, n := range s.Nodes {
 		if n.Pool == c.Name {

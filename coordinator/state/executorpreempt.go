@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -113,18 +114,27 @@ func (s *State) liveTasks(id structs.JobID) bool {
 }
 
 // stopVictim stops every live task of low job p.Victim for p.Preemptor
-// (it is requeued once they have stopped), recording it on both jobs.
+// (it is requeued once they have stopped), or with p.Replicas only the
+// replicas p.Tasks names (a service, which runs on with the others and
+// places them again once stopped), recording it on both jobs.
 func (s *State) stopVictim(p sched.Preemption, now time.Time) {
 	v := s.Jobs[p.Victim]
 	if v == nil || v.State.Ended() || v.Priority != structs.PriorityLow {
 		return
 	}
+	only := map[structs.TaskID]bool{}
+	if p.Replicas {
+		for _, id := range p.Tasks {
+			only[id] = true
+		}
+	}
 	var nodes []string
+	var replicas []int
 	var lost int64
 	var freed structs.Resources
 	var notice time.Duration
 	for _, t := range s.TasksOf(p.Victim) {
-		if t.State == structs.TaskScheduled || t.State == structs.TaskRunning {
+		if (t.State == structs.TaskScheduled || t.State == structs.TaskRunning) && (!p.Replicas || only[t.ID]) {
 			until := s.noticeUntil(v, t, now)
 			s.putTask(t.ID, func(t *structs.Task) {
 				t.State, t.StopReason, t.NoticeUntil = structs.TaskStopping, structs.StopPreempted, until
@@ -132,13 +142,29 @@ func (s *State) stopVictim(p sched.Preemption, now time.Time) {
 			lost += gpuSeconds(t, now)
 			notice = max(notice, until.Sub(now))
 			freed = addResources(freed, t.Resources)
+			replicas = append(replicas, t.Index)
 			if !slices.Contains(nodes, string(t.Node)) {
 				nodes = append(nodes, string(t.Node))
 			}
 		}
 	}
-	s.dropHeld(p.Victim) // a spark job's executors' room goes with it
-	s.putJob(p.Victim, func(j *structs.Job) { j.Reason = "preempted by " + string(p.Preemptor) })
+	what := "its tasks"
+	if p.Replicas {
+		if len(replicas) == 0 {
+			return // stopped or gone since the plan's snapshot
+		}
+		slices.Sort(replicas)
+		what = "replicas " + joinInts(replicas)
+		if len(replicas) == 1 {
+			what = "replica " + joinInts(replicas)
+		}
+		s.putJob(p.Victim, func(j *structs.Job) {
+			j.Reason = fmt.Sprintf("%s preempted by %s; placed again once stopped, where there is room", what, p.Preemptor)
+		})
+	} else {
+		s.dropHeld(p.Victim) // a spark job's executors' room goes with it
+		s.putJob(p.Victim, func(j *structs.Job) { j.Reason = "preempted by " + string(p.Preemptor) })
+	}
 	on := ""
 	if len(nodes) > 0 {
 		on = " on " + strings.Join(nodes, ", ")
@@ -151,12 +177,25 @@ func (s *State) stopVictim(p sched.Preemption, now time.Time) {
 	if notice > 0 {
 		after = fmt.Sprintf(" after a %s notice", notice)
 	}
-	msg := fmt.Sprintf("preempted by %s: stopping its tasks%s%s, freeing %s%s", p.Preemptor, on, after, freed, work)
+	msg := fmt.Sprintf("preempted by %s: stopping %s%s%s, freeing %s%s", p.Preemptor, what, on, after, freed, work)
 	s.record(structs.Event{Time: now, Job: p.Victim, Type: structs.EventPreempted, Related: p.Preemptor, GPUSeconds: lost, Freed: &freed, Message: msg})
 	if s.Jobs[p.Preemptor] != nil {
+		of := "low-priority job " + string(p.Victim)
+		if p.Replicas {
+			of = fmt.Sprintf("%s of low-priority service %s", what, p.Victim)
+		}
 		s.record(structs.Event{Time: now, Job: p.Preemptor, Type: structs.EventPreempting, Related: p.Victim, GPUSeconds: lost, Freed: &freed,
-			Message: fmt.Sprintf("preempting low-priority job %s%s to make room: freeing %s%s", p.Victim, on, freed, work)})
+			Message: fmt.Sprintf("preempting %s%s to make room: freeing %s%s", of, on, freed, work)})
 	}
+}
+
+// joinInts is "1, 2, 3".
+func joinInts(ns []int) string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = strconv.Itoa(n)
+	}
+	return strings.Join(out, ", ")
 }
 
 // checkNear checks that node is ready and in the cluster of near.

@@ -35,7 +35,7 @@ func (l *logged) preemptFor(pod string, now time.Time) (*state.ExecutorPreempt, 
 	ep := sched.ExecutorPod{Name: pod, Requests: j.Spark.ExecutorResources()}
 	_, err := sched.PlaceExecutor(l.s.Snapshot(), j, d, ep)
 	require.ErrorIs(l.t, err, sched.ErrNoRoom)
-	pre, r, err := sched.PreemptForExecutor(l.s.Snapshot(), j, d, ep)
+	pre, r, err := sched.PreemptForExecutor(l.s.Snapshot(), j, d, ep, now)
 	if err != nil {
 		return nil, err
 	}

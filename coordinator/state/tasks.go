@@ -254,6 +254,9 @@ func (s *State) holding(j *structs.Job) bool {
 // afterStop runs when a task atom stopped has ended.
 func (s *State) afterStop(id structs.JobID, reason structs.StopReason, now time.Time) {
 	j := s.Jobs[id]
+	if j.Kind == structs.KindService && reason == structs.StopPreempted {
+		s.pruneEnded(id) // a service preempted replica by replica keeps the newest only
+	}
 	if j.State.Ended() || s.holding(j) || (j.Kind == structs.KindService && j.ShapeAt(j.Shape).Replicas == 0) {
 		return // a service scaled to 0 meanwhile stays parked, not requeued
 	}

@@ -64,6 +64,10 @@ type Input struct {
 	// services with fewer live tasks than replicas. Order does not matter.
 	Pending []*structs.Job
 	Now     time.Time
+	// WholeServices makes a low service a victim whole, as any job,
+	// instead of losing only the replicas a preemptor needs: the victim
+	// choice of earlier releases, for comparisons (make sim).
+	WholeServices bool
 	// Seed is reserved for randomised tie-breaks (e.g. the snapshot
 	// index). Today's policy breaks ties by node order and does not read it.
 	Seed uint64
@@ -120,11 +124,14 @@ type TaskPlacement struct {
 	Accels    structs.AccelMask
 }
 
-// Preemption evicts a whole low-priority job to make room for Preemptor.
+// Preemption evicts a low-priority job to make room for Preemptor: the
+// whole job (Tasks lists its live tasks), or with Replicas only Tasks,
+// replicas of a service that keeps running its others.
 type Preemption struct {
 	Victim    structs.JobID
 	Preemptor structs.JobID
 	Tasks     []structs.TaskID
+	Replicas  bool `json:",omitempty"`
 }
 
 // Reservation holds resources on a node for one job: nobody else may use

@@ -2,7 +2,9 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -81,12 +83,15 @@ func (w *world) holdReservations(snap *Snapshot) {
 // nodes PlaceExecutor would consider, the node needing the fewest victims,
 // then the least resources, then the most recently started; a victim goes
 // whole (all its tasks); never a job of j's priority or higher, never for a
-// low job's executor, and nothing at all if no node would then take it. It
+// low job's executor, and nothing at all if no node would then take it; a
+// low service loses only the replicas needed, and work younger than its
+// pool's minimum runtime (at now) is left out, the Pod waiting if only
+// such work would make room. It
 // returns the preemptions and the reservation that holds the freed room
 // for the executor (ReserveExecutor; the state sets Made), or an error
 // matching ErrNoRoom saying why it waits: it holds such room already,
 // it fits now, or no eviction makes room.
-func PreemptForExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, pod ExecutorPod) ([]Preemption, Reservation, error) {
+func PreemptForExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, pod ExecutorPod, now time.Time) ([]Preemption, Reservation, error) {
 	if pod.Name == "" {
 		return nil, Reservation{}, fmt.Errorf("executor of job %s: no Pod name given", j.ID)
 	}
@@ -95,6 +100,7 @@ func PreemptForExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, po
 		return nil, Reservation{}, err
 	}
 	w, c := e.w, e.c
+	w.now = now
 	for _, r := range w.holds {
 		if r.Kind == ReserveExecutor && r.Job == j.ID && r.Executor == pod.Name {
 			return nil, Reservation{}, fmt.Errorf("low-priority jobs on node %s are being stopped to make room for it: %w", r.Node, ErrNoRoom)
@@ -109,17 +115,29 @@ func PreemptForExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, po
 		return nil, Reservation{}, noRoom // a low job preempts nothing
 	}
 	var chosen []*victim
+	var prot *protection
 	for _, d := range e.doms {
 		if w.lowTasks == 0 || chosen != nil {
 			break
 		}
 		c.setDom(d) // the driver's topology domain first
 		if cands := w.candidates(c); len(cands) > 0 {
-			chosen = w.victimsOneNode(c, cands)
+			old := slices.DeleteFunc(slices.Clone(cands), w.young)
+			if len(old) > 0 {
+				chosen = w.victimsOneNode(c, old)
+			}
+			if chosen == nil && prot == nil && len(old) < len(cands) {
+				if set := w.victimsOneNode(c, cands); set != nil {
+					prot = w.protectedBy(set)
+				}
+			}
 		}
 	}
 	if chosen == nil {
 		msg := strings.TrimSuffix(noRoom.Error(), ": "+ErrNoRoom.Error())
+		if prot != nil {
+			return nil, Reservation{}, fmt.Errorf("%s, and %s: %w", msg, prot, ErrNoRoom)
+		}
 		return nil, Reservation{}, fmt.Errorf("%s, and stopping low-priority jobs would not make room: %w", msg, ErrNoRoom)
 	}
 	for _, v := range chosen {
@@ -130,13 +148,8 @@ func PreemptForExecutor(snap *Snapshot, j *structs.Job, driver *structs.Task, po
 		return nil, Reservation{}, fmt.Errorf("an executor of job %s fits nowhere after preemption: %w", j.ID, ErrNoRoom)
 	}
 	r := Reservation{Job: j.ID, Node: w.nodes[as[0].ni].n.Name, Resources: as[0].res, Kind: ReserveExecutor, Executor: pod.Name}
-	out := make([]Preemption, 0, len(chosen))
 	for _, v := range chosen {
-		p := Preemption{Victim: v.job.ID, Preemptor: j.ID}
-		for _, k := range v.tasks {
-			p.Tasks = append(p.Tasks, w.tasks[k].t.ID)
-		}
-		out = append(out, p)
+		w.unevict(v)
 	}
-	return out, r, nil
+	return w.preemptions(j.ID, chosen), r, nil
 }

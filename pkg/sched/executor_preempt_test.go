@@ -86,7 +86,7 @@ func TestExecutorPreempts(t *testing.T) {
 	_, err := sched.PlaceExecutor(h.Snap, j, driver, pod)
 	require.ErrorIs(t, err, sched.ErrNoRoom)
 
-	pre, r, err := sched.PreemptForExecutor(h.Snap, j, driver, pod)
+	pre, r, err := sched.PreemptForExecutor(h.Snap, j, driver, pod, h.Now)
 	require.NoError(t, err)
 	want := sched.Reservation{Job: "s", Node: "n2", Resources: structs.Resources{MilliCPU: 4000, Memory: 9 * st.Gi},
 		Kind: sched.ReserveExecutor, Executor: "exec-1"}
@@ -96,7 +96,7 @@ func TestExecutorPreempts(t *testing.T) {
 	want.Made = h.Snap.Index + 1
 
 	// Once is enough: while c stops it waits, preempting nothing more.
-	_, _, err = sched.PreemptForExecutor(h.Snap, j, driver, pod)
+	_, _, err = sched.PreemptForExecutor(h.Snap, j, driver, pod, h.Now)
 	require.ErrorIs(t, err, sched.ErrNoRoom)
 	assert.EqualError(t, err, "low-priority jobs on node n2 are being stopped to make room for it: does not fit now")
 	p := h.Cycle()
@@ -136,7 +136,7 @@ func TestExecutorPreempts(t *testing.T) {
 func TestExecutorReservationLapses(t *testing.T) {
 	h, driver := sparkRun(t, structs.PriorityNormal)
 	j := h.Job("s")
-	pre, r, err := sched.PreemptForExecutor(h.Snap, j, driver, sched.ExecutorPod{Name: "exec-1", Requests: j.Spark.ExecutorResources()})
+	pre, r, err := sched.PreemptForExecutor(h.Snap, j, driver, sched.ExecutorPod{Name: "exec-1", Requests: j.Spark.ExecutorResources()}, h.Now)
 	require.NoError(t, err)
 	preemptFor(h, pre, r)
 	h.Settle()
@@ -155,7 +155,7 @@ func TestExecutorReservationLapses(t *testing.T) {
 	// is free there), it is held, and ExecutorHold runs again after.
 	h, driver = sparkRun(t, structs.PriorityNormal)
 	j = h.Job("s")
-	pre, r, err = sched.PreemptForExecutor(h.Snap, j, driver, sched.ExecutorPod{Name: "exec-1", Requests: j.Spark.ExecutorResources()})
+	pre, r, err = sched.PreemptForExecutor(h.Snap, j, driver, sched.ExecutorPod{Name: "exec-1", Requests: j.Spark.ExecutorResources()}, h.Now)
 	require.NoError(t, err)
 	preemptFor(h, pre, r)
 	h.Settle()
@@ -173,7 +173,7 @@ func TestExecutorReservationLapses(t *testing.T) {
 	// A job that stops running drops its executors' reservations.
 	h, driver = sparkRun(t, structs.PriorityNormal)
 	j = h.Job("s")
-	pre, r, err = sched.PreemptForExecutor(h.Snap, j, driver, sched.ExecutorPod{Name: "exec-1", Requests: j.Spark.ExecutorResources()})
+	pre, r, err = sched.PreemptForExecutor(h.Snap, j, driver, sched.ExecutorPod{Name: "exec-1", Requests: j.Spark.ExecutorResources()}, h.Now)
 	require.NoError(t, err)
 	preemptFor(h, pre, r)
 	h.Finish("s", structs.JobSucceeded)
@@ -187,7 +187,7 @@ func TestExecutorPreemptsWherePodAllows(t *testing.T) {
 	h.Node("n1").Tags["rack"] = "r1"
 	j := h.Job("s")
 	pre, r, err := sched.PreemptForExecutor(h.Snap, j, driver, sched.ExecutorPod{Name: "exec-1",
-		Requests: j.Spark.ExecutorResources(), NodeSelector: map[string]string{"rack": "r1"}})
+		Requests: j.Spark.ExecutorResources(), NodeSelector: map[string]string{"rack": "r1"}}, h.Now)
 	require.NoError(t, err)
 	assert.Equal(t, []sched.Preemption{{Victim: "a", Preemptor: "s", Tasks: []structs.TaskID{"a-0-a0"}}}, pre)
 	assert.Equal(t, structs.NodeID("n1"), r.Node)
@@ -202,7 +202,7 @@ func TestExecutorPreemptsNothing(t *testing.T) {
 	h, driver := sparkRun(t, structs.PriorityLow)
 	j := h.Job("s")
 	pod := sched.ExecutorPod{Name: "exec-1", Requests: j.Spark.ExecutorResources()}
-	pre, _, err := sched.PreemptForExecutor(h.Snap, j, driver, pod)
+	pre, _, err := sched.PreemptForExecutor(h.Snap, j, driver, pod, h.Now)
 	require.ErrorIs(t, err, sched.ErrNoRoom)
 	assert.Empty(t, pre)
 	assert.EqualError(t, err, "no node in its driver's pool public has room for an executor of job s (cpu=4 memory=9Gi): does not fit now")
@@ -222,7 +222,7 @@ func TestExecutorPreemptsNothing(t *testing.T) {
 	h.Cycle()
 	require.Equal(t, []string{"n1"}, h.NodesOf("l"))
 	j = h.Job("s")
-	pre, r, err := sched.PreemptForExecutor(h.Snap, j, h.Tasks("s")[0], pod)
+	pre, r, err := sched.PreemptForExecutor(h.Snap, j, h.Tasks("s")[0], pod, h.Now)
 	require.ErrorIs(t, err, sched.ErrNoRoom)
 	assert.EqualError(t, err, "no node in its driver's pool public has room for an executor of job s (cpu=4 memory=9Gi), "+
 		"and stopping low-priority jobs would not make room: does not fit now")
@@ -254,7 +254,7 @@ func TestExecutorOfHighJobPreempts(t *testing.T) {
 	j, driver := h.Job("s"), h.Tasks("s")[0]
 	require.Equal(t, structs.PoolID("vision"), driver.Pool)
 	pod := sched.ExecutorPod{Name: "exec-1", Requests: j.Spark.ExecutorResources()}
-	pre, r, err := sched.PreemptForExecutor(h.Snap, j, driver, pod)
+	pre, r, err := sched.PreemptForExecutor(h.Snap, j, driver, pod, h.Now)
 	require.NoError(t, err)
 	assert.Equal(t, []sched.Preemption{{Victim: "a", Preemptor: "s", Tasks: []structs.TaskID{"a-0-a0"}}}, pre, "the least lost in its pool; c, smaller, is in the public pool")
 	assert.Equal(t, sched.Reservation{Job: "s", Node: "v1", Resources: structs.Resources{MilliCPU: 4000, Memory: 9 * st.Gi},

@@ -165,7 +165,7 @@ func randomExecutor(h *st.Harness, id structs.JobID, pod string) bool {
 		return false
 	}
 	require.ErrorIs(t, err, sched.ErrNoRoom)
-	pre, res, err := sched.PreemptForExecutor(h.Snap, j, d, ep)
+	pre, res, err := sched.PreemptForExecutor(h.Snap, j, d, ep, h.Now)
 	if err != nil {
 		require.ErrorIs(t, err, sched.ErrNoRoom)
 		return false

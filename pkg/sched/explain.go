@@ -41,6 +41,15 @@ func (w *world) explain(f failure, cache whyCache) *Why {
 			cache[string(key)] = base
 		}
 	}
+	if f.protected != nil {
+		why := *base
+		why.Waiting = f.protected.String()
+		if base.Waiting != "" {
+			why.Waiting = base.Waiting + "; " + why.Waiting
+		}
+		why.render("does not fit now")
+		return &why
+	}
 	if f.quota == nil {
 		return base
 	}

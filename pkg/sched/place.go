@@ -87,7 +87,9 @@ func (w *world) placeReplicas(c *jobCtx, lvl int, n int, all bool) []assignment 
 	return out
 }
 
-// missing returns the replica indices of j (for shape s) without a live task.
+// missing returns the replica indices of j (for shape s) without a live
+// task, or one being stopped for a preemptor (a service's: it is placed
+// again once stopped).
 func (w *world) missing(j *structs.Job, replicas int) []int {
 	live := w.liveOf[j.ID]
 	if len(live) == 0 {
@@ -98,6 +100,9 @@ func (w *world) missing(j *structs.Job, replicas int) []int {
 	}
 	have := make(map[int]bool, len(live))
 	for _, k := range live {
+		have[w.tasks[k].t.Index] = true
+	}
+	for _, k := range w.stoppingOf[j.ID] {
 		have[w.tasks[k].t.Index] = true
 	}
 	var out []int

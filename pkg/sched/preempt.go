@@ -3,32 +3,26 @@ package sched
 import (
 	"cmp"
 	"slices"
-	"time"
 
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// victim is a low-priority job whose eviction is being considered.
-type victim struct {
-	job     *structs.Job
-	tasks   []int32 // every live task of the job (a gang is evicted whole)
-	held    []int32 // nodes of the room held for its minimum executors (a spark job's): freed with it
-	started time.Time
-	accels  int64
-	cpu     int64
-}
-
-// preempt finds the low jobs in pools whose eviction makes a's job j fit, never more than
-// needed: for a single replica, the node needing the fewest victims (then
-// the least resources, then the most recently started); for gangs, victims
-// added most recently started first until the gang fits, then pruned. If j
-// still cannot fit, nothing is evicted: a preemption that would not let
-// it run stops nobody. The freed resources are
-// reserved for j; the victims' tasks keep holding them until they stop.
-// forced are victims that go whatever else is needed (the low jobs
-// mounting a volume j waits for): with them gone, the fewest further
+// preempt finds the low work in pools whose eviction makes a's job j
+// fit, never more than needed: for a single replica, the node needing the
+// fewest victims (then the least resources, then the least work lost);
+// for gangs, victims added most recently started first until the gang
+// fits, then pruned. Victims are whole jobs, but a low service loses only
+// the replicas needed (candidates). If j still cannot fit, nothing is
+// evicted: a preemption that would not let it run stops nobody. The freed
+// resources are reserved for j; the victims' tasks keep holding them until
+// they stop. forced are victims that go whatever else is needed (the low
+// jobs mounting a volume j waits for): with them gone, the fewest further
 // victims that make j fit are added.
-func (w *world) preempt(a ask, pools []int16, forced []*victim) []Preemption {
+//
+// Work younger than its pool's minimum runtime is left out while another
+// choice exists; when the only choices include such work, nothing is
+// evicted and the protection returned says until when j waits.
+func (w *world) preempt(a ask, pools []int16, forced []*victim) ([]Preemption, *protection) {
 	j := a.j
 	si := 0
 	if len(w.liveOf[j.ID]) > 0 {
@@ -37,158 +31,57 @@ func (w *world) preempt(a ask, pools []int16, forced []*victim) []Preemption {
 	s := j.ShapeAt(si)
 	missing := w.missing(j, s.Replicas)
 	if len(missing) == 0 {
-		return nil
+		return nil, nil
 	}
 	required := len(missing)
 	if !j.IsGang() {
 		required = min(len(missing), max(1, j.MinAvailable-len(w.liveOf[j.ID])))
 	}
 	missing = missing[:required]
-	for _, cl := range w.clusterOrder(a, s) {
-		c := w.newCtx(a, s, pools, cl)
-		for _, v := range forced {
-			w.evict(v) // their tasks are off: no candidates
+	clusters := w.clusterOrder(a, s)
+	anyYoung := false
+	for _, withYoung := range []bool{false, true} {
+		if withYoung && !anyYoung {
+			break
 		}
-		var chosen []*victim
-		if len(forced) > 0 && w.fitsAll(c, required) {
-			chosen = slices.Clone(forced)
-		} else if cands := w.candidates(c); len(cands) > 0 {
-			if !j.IsGang() && required == 1 {
-				chosen = w.victimsOneNode(c, cands)
-			} else {
-				chosen = w.victimsGang(c, cands, missing)
+		for _, cl := range clusters {
+			c := w.newCtx(a, s, pools, cl)
+			for _, v := range forced {
+				w.evict(v) // their tasks are off: no candidates
 			}
-			if chosen != nil {
-				chosen = append(slices.Clone(forced), chosen...)
-			}
-		}
-		for _, v := range forced {
-			w.unevict(v)
-		}
-		if chosen == nil {
-			continue
-		}
-		return w.commitPreemption(c, chosen, missing)
-	}
-	return nil
-}
-
-// candidates lists low jobs with live tasks, or room held for a spark
-// job's minimum executors, on nodes c (or the executors placed with it)
-// may use.
-func (w *world) candidates(c *jobCtx) []*victim {
-	byJob := map[structs.JobID]*victim{}
-	var out []*victim
-	add := func(j *structs.Job) {
-		if j == nil || j.Priority != structs.PriorityLow || w.victim[j.ID] || w.off[j.ID] || byJob[j.ID] != nil {
-			return
-		}
-		v := w.victimOf(j)
-		byJob[j.ID] = v
-		out = append(out, v)
-	}
-	scan := func(c *jobCtx) {
-		for _, lvl := range c.levels {
-			for _, gi := range lvl {
-				if w.groups[gi].low == 0 {
-					continue
+			var chosen []*victim
+			if len(forced) > 0 && w.fitsAll(c, required) {
+				chosen = slices.Clone(forced)
+			} else if cands := w.candidates(c); len(cands) > 0 {
+				if !withYoung {
+					n := len(cands)
+					cands = slices.DeleteFunc(cands, w.young)
+					anyYoung = anyYoung || len(cands) < n
 				}
-				for _, ni := range w.groups[gi].nodes {
-					nd := &w.nodes[ni]
-					if len(nd.tasks)+len(nd.holds) == 0 || w.fails(c, ni, askRoom) != rOK {
-						continue
-					}
-					for _, k := range nd.tasks {
-						if wt := &w.tasks[k]; !wt.off && wt.t.Priority == structs.PriorityLow {
-							add(wt.job)
-						}
-					}
-					for _, h := range nd.holds {
-						if r := &w.holds[h]; r.Kind == ReserveMinExecutors {
-							add(w.snap.Jobs[r.Job])
-						}
-					}
+				switch {
+				case len(cands) == 0:
+				case !j.IsGang() && required == 1:
+					chosen = w.victimsOneNode(c, cands)
+				default:
+					chosen = w.victimsGang(c, cands, missing)
+				}
+				if chosen != nil {
+					chosen = append(slices.Clone(forced), chosen...)
 				}
 			}
-		}
-	}
-	scan(c)
-	if c.exec != nil {
-		scan(c.exec)
-	}
-	// Least work lost first: most recently started, then smallest, then ID.
-	slices.SortFunc(out, func(a, b *victim) int {
-		if c := b.started.Compare(a.started); c != 0 {
-			return c
-		}
-		if a.accels != b.accels {
-			return cmp.Compare(a.accels, b.accels)
-		}
-		if a.cpu != b.cpu {
-			return cmp.Compare(a.cpu, b.cpu)
-		}
-		return cmp.Compare(a.job.ID, b.job.ID)
-	})
-	return out
-}
-
-// victimOf is job j as a victim: every live task of it.
-func (w *world) victimOf(j *structs.Job) *victim {
-	v := &victim{job: j}
-	for _, tk := range w.liveTasks(j.ID) {
-		t := w.tasks[tk].t
-		v.tasks = append(v.tasks, tk)
-		v.accels += popcount(t.Accels)
-		v.cpu += t.Resources.MilliCPU
-		if t.StartedAt.After(v.started) {
-			v.started = t.StartedAt
-		}
-		if t.ScheduledAt.After(v.started) {
-			v.started = t.ScheduledAt
-		}
-	}
-	for _, r := range w.holds {
-		if r.Kind == ReserveMinExecutors && r.Job == j.ID {
-			if ni, ok := w.byName[r.Node]; ok {
-				v.held = append(v.held, ni)
-				v.accels += r.Resources.Accels
-				v.cpu += r.Resources.MilliCPU
+			for _, v := range forced {
+				w.unevict(v)
+			}
+			switch {
+			case chosen == nil:
+			case withYoung:
+				return nil, w.protectedBy(chosen)
+			default:
+				return w.commitPreemption(c, chosen, missing), nil
 			}
 		}
 	}
-	return v
-}
-
-// liveTasks lists every task of job id that holds resources and is not
-// already being stopped.
-func (w *world) liveTasks(id structs.JobID) []int32 {
-	var out []int32
-	for k := range w.tasks {
-		wt := &w.tasks[k]
-		if !wt.off && wt.t.Job == id && wt.t.State != structs.TaskStopping {
-			out = append(out, int32(k))
-		}
-	}
-	return out
-}
-
-func (w *world) evict(v *victim) {
-	for _, k := range v.tasks {
-		w.removeTask(k)
-	}
-	if len(v.held) > 0 {
-		if w.off == nil {
-			w.off = map[structs.JobID]bool{}
-		}
-		w.off[v.job.ID] = true
-	}
-}
-
-func (w *world) unevict(v *victim) {
-	for _, k := range v.tasks {
-		w.restoreTask(k)
-	}
-	delete(w.off, v.job.ID)
+	return nil, nil
 }
 
 // victimsOneNode picks, for a single replica, the node whose cheapest
@@ -215,7 +108,7 @@ func (w *world) victimsOneNode(c *jobCtx, cands []*victim) []*victim {
 	}
 	slices.Sort(nodes)
 	var best []*victim
-	var bestCost [3]int64
+	var bestCost cost
 	for _, ni := range nodes {
 		if w.fails(c, ni, askRoom) != rOK {
 			continue
@@ -224,9 +117,9 @@ func (w *world) victimsOneNode(c *jobCtx, cands []*victim) []*victim {
 		if set == nil {
 			continue
 		}
-		cost := setCost(set)
-		if best == nil || less3(cost, bestCost) {
-			best, bestCost = set, cost
+		sc := setCost(set)
+		if best == nil || sc.less(bestCost) {
+			best, bestCost = set, sc
 		}
 	}
 	return best
@@ -258,14 +151,14 @@ func (w *world) cheapestSet(cands []*victim, fits func() bool) []*victim {
 		return cmp.Compare(b.cpu, a.cpu)
 	})
 	large := w.minimalSet(bySize, fits)
-	if large != nil && less3(setCost(large), setCost(recent)) {
+	if large != nil && setCost(large).less(setCost(recent)) {
 		return large
 	}
 	return recent
 }
 
 // minimalSet evicts candidates in order until fits() holds, then puts back
-// every victim (largest first) whose return still lets it fit. It returns
+// every victim (largest first, then oldest) whose return still lets it fit. It returns
 // nil, with nothing evicted, if even all candidates are not enough.
 func (w *world) minimalSet(cands []*victim, fits func() bool) []*victim {
 	var set []*victim
@@ -289,7 +182,10 @@ func (w *world) minimalSet(cands []*victim, fits func() bool) []*victim {
 		if a.accels != b.accels {
 			return cmp.Compare(b.accels, a.accels)
 		}
-		return cmp.Compare(b.cpu, a.cpu)
+		if a.cpu != b.cpu {
+			return cmp.Compare(b.cpu, a.cpu)
+		}
+		return a.started.Compare(b.started) // the oldest goes back first: the least work is lost
 	})
 	for _, v := range order {
 		w.unevict(v)
@@ -365,33 +261,44 @@ func (w *world) commitPreemption(c *jobCtx, chosen []*victim, missing []int) []P
 	}
 	w.undoAll(held)
 	w.undoAll(as)
-	out := make([]Preemption, 0, len(chosen))
 	for _, v := range chosen {
 		w.unevict(v)
-		w.victim[v.job.ID] = true
-		p := Preemption{Victim: v.job.ID, Preemptor: c.j.ID}
-		for _, k := range v.tasks {
-			p.Tasks = append(p.Tasks, w.tasks[k].t.ID)
+	}
+	return w.preemptions(c.j.ID, chosen)
+}
+
+// preemptions turns chosen victims into one Preemption per victim job,
+// in the order chosen, and marks them: a whole job as a victim (it is not
+// topped up or chosen again this cycle), a service's replicas as stopped.
+// A service that loses every live replica is preempted whole.
+func (w *world) preemptions(by structs.JobID, chosen []*victim) []Preemption {
+	var out []Preemption
+	at := map[structs.JobID]int{}
+	for _, v := range chosen {
+		i, ok := at[v.job.ID]
+		if !ok {
+			i = len(out)
+			at[v.job.ID] = i
+			out = append(out, Preemption{Victim: v.job.ID, Preemptor: by, Replicas: v.replica})
 		}
-		out = append(out, p)
+		for _, k := range v.tasks {
+			out[i].Tasks = append(out[i].Tasks, w.tasks[k].t.ID)
+			if v.replica {
+				if w.stopped == nil {
+					w.stopped = map[int32]bool{}
+				}
+				w.stopped[k] = true
+			}
+		}
+	}
+	for i := range out {
+		p := &out[i]
+		if p.Replicas && len(p.Tasks) == len(w.liveTasks(p.Victim)) {
+			p.Replicas = false // all of it
+		}
+		if !p.Replicas {
+			w.victim[p.Victim] = true
+		}
 	}
 	return out
-}
-
-func setCost(set []*victim) [3]int64 {
-	var acc, cpu int64
-	for _, v := range set {
-		acc += v.accels
-		cpu += v.cpu
-	}
-	return [3]int64{int64(len(set)), acc, cpu}
-}
-
-func less3(a, b [3]int64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
 }

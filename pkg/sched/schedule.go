@@ -30,6 +30,7 @@ import (
 //  6. explain every job left pending.
 func Schedule(snap *Snapshot, in Input) *Plan {
 	w := newWorld(snap)
+	w.now, w.wholeServices = in.Now, in.WholeServices
 	plan := &Plan{Index: snap.Index, Pending: make(map[structs.JobID]*Why, len(in.Pending)/2)}
 
 	// 1. Reservations survive while their job is pending and the node ready.
@@ -120,6 +121,18 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			// once its tasks have stopped, not topped up.
 			continue
 		}
+		if n := len(w.stoppingOf[j.ID]); n > 0 && len(w.missing(j, j.ShapeAt(j.Shape).Replicas)) == 0 {
+			// A service that lost replicas to a preemptor: they are
+			// placed again once stopped (what they free is the
+			// preemptor's).
+			why := &Why{Waiting: fmt.Sprintf("waiting for %d preempted %s to stop before placing %s again", n, plural(n, "replica", "replicas"), plural(n, "it", "them"))}
+			why.render("")
+			plan.Pending[j.ID] = why
+			if in.OnDecision != nil {
+				in.OnDecision(j.ID, false)
+			}
+			continue
+		}
 		if in.Now.Before(j.BackoffUntil) {
 			what := fmt.Sprintf("restart %d", j.Restarts())
 			if j.Kind == structs.KindService {
@@ -159,7 +172,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			// before it spends public quota.
 			own := pools[:1]
 			if pl, f = w.tryJob(a, in.Now, own); pl == nil && f.quota == nil {
-				if pre := w.preempt(a, own, nil); len(pre) > 0 {
+				if pre, _ := w.preempt(a, own, nil); len(pre) > 0 {
 					plan.Preemptions = append(plan.Preemptions, pre...)
 					f.preempting = pre
 					failed = append(failed, f)
@@ -188,10 +201,9 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 		}
 		// 4. Preemption.
 		if canPreempt && f.quota == nil {
-			if pre := w.preempt(a, pools, nil); len(pre) > 0 {
-				plan.Preemptions = append(plan.Preemptions, pre...)
-				f.preempting = pre
-			}
+			pre, prot := w.preempt(a, pools, nil)
+			plan.Preemptions = append(plan.Preemptions, pre...)
+			f.preempting, f.protected = pre, prot
 		}
 		// 5. Gang reservation.
 		if j.IsGang() && f.quota == nil && len(f.preempting) == 0 && !w.hasHolds(j.ID, "") && w.anyPoolFree(j, gangHeld) {
@@ -292,6 +304,7 @@ type failure struct {
 	shape      int
 	quota      *QuotaShortfall
 	preempting []Preemption
+	protected  *protection // preemption waits for young victims' minimum runtime
 }
 
 // pendingSince is when the job last became pending (its submit time if the

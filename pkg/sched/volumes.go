@@ -268,7 +268,7 @@ func (w *world) preemptForVolumes(j *structs.Job, vp volumePlaces) []Preemption 
 		for _, id := range e.jobs {
 			forced = append(forced, w.victimOf(w.snap.Jobs[id]))
 		}
-		if pre := w.preempt(ask{j: j, only: e.only}, pools, forced); len(pre) > 0 {
+		if pre, _ := w.preempt(ask{j: j, only: e.only}, pools, forced); len(pre) > 0 {
 			return pre
 		}
 	}

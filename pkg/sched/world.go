@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -29,18 +30,25 @@ type world struct {
 	projPool map[structs.ProjectID][]int16 // a project's pool, then the public pool
 	lowPools []int16                       // the public pool, then those lending idle nodes
 
-	tasks    []wtask
-	liveOf   map[structs.JobID][]int32 // live replicas (current attempt, not stopping, no executor) per job
-	victim   map[structs.JobID]bool    // jobs being preempted (snapshot or this cycle)
-	usage    map[structs.Scope]structs.ResourceList
-	holds    []Reservation
-	selCache map[string][]int8 // selector -> per node 0 unknown, 1 match, 2 no
-	lvlCache map[levelKey]levelSet
-	lowTasks int     // live low-priority tasks anywhere (0: skip preemption)
-	seq      []int   // 0, 1, 2, ...: shared, read-only replica indices
-	allCl    []int16 // every cluster index, shared, read-only
-	ctx      jobCtx  // scratch placement context (see newCtx)
-	ectx     jobCtx  // scratch context of a spark job's executors (see newCtx)
+	tasks   []wtask
+	liveOf  map[structs.JobID][]int32 // live replicas (current attempt, not stopping, no executor) per job
+	victim  map[structs.JobID]bool    // jobs being preempted whole (snapshot or this cycle)
+	stopped map[int32]bool            // replicas of low services preempted this cycle
+	// stoppingOf lists, per service running on, its replicas being
+	// stopped for a preemptor: placed again once they have stopped.
+	stoppingOf map[structs.JobID][]int32
+	now        time.Time // the decision's time (Input.Now)
+	// wholeServices makes low services victims whole (Input.WholeServices).
+	wholeServices bool
+	usage         map[structs.Scope]structs.ResourceList
+	holds         []Reservation
+	selCache      map[string][]int8 // selector -> per node 0 unknown, 1 match, 2 no
+	lvlCache      map[levelKey]levelSet
+	lowTasks      int     // live low-priority tasks anywhere (0: skip preemption)
+	seq           []int   // 0, 1, 2, ...: shared, read-only replica indices
+	allCl         []int16 // every cluster index, shared, read-only
+	ctx           jobCtx  // scratch placement context (see newCtx)
+	ectx          jobCtx  // scratch context of a spark job's executors (see newCtx)
 	// execJobs caches, per spark job, the one-replica job standing for
 	// one of its executors (executorJob).
 	execJobs map[*structs.Job]*structs.Job
@@ -117,6 +125,9 @@ func newWorld(snap *Snapshot) *world {
 	}
 	w.pools = append(w.pools, &structs.Pool{Name: structs.PublicPool})
 	for _, p := range snap.Pools {
+		if p.Name == structs.PublicPool {
+			w.pools[0] = p // its minimum runtime
+		}
 		if p.IsPublic() {
 			continue
 		}
@@ -274,7 +285,7 @@ func (w *world) buildTasks() {
 			wt.off = true
 			continue
 		}
-		if t.State == structs.TaskStopping {
+		if t.State == structs.TaskStopping && (t.StopReason != structs.StopPreempted || wt.job == nil || wt.job.Kind != structs.KindService) {
 			w.victim[t.Job] = true
 		}
 		if i, ok := w.byName[t.Node]; ok {
@@ -296,6 +307,20 @@ func (w *world) buildTasks() {
 		}
 		if j := wt.job; j != nil && t.Attempt == j.Attempt && t.State != structs.TaskStopping && t.Executor == "" {
 			w.liveOf[t.Job] = append(w.liveOf[t.Job], int32(k))
+		}
+	}
+	// A service losing some of its replicas to preemption runs on with
+	// the others; one losing them all is being preempted whole.
+	for k, t := range w.snap.Tasks {
+		switch j := w.tasks[k].job; {
+		case t.State != structs.TaskStopping:
+		case len(w.liveOf[t.Job]) == 0:
+			w.victim[t.Job] = true
+		case !w.victim[t.Job] && t.Attempt == j.Attempt && t.Executor == "":
+			if w.stoppingOf == nil {
+				w.stoppingOf = map[structs.JobID][]int32{}
+			}
+			w.stoppingOf[t.Job] = append(w.stoppingOf[t.Job], int32(k))
 		}
 	}
 	for s, l := range w.snap.Usage {

@@ -64,6 +64,10 @@ type PoolSpec struct {
 	// MaxPreemptNotice is the longest preemption notice its jobs get
 	// (a duration from 1s to 1h; default 5m).
 	MaxPreemptNotice string `json:"maxPreemptNotice,omitempty"`
+	// MinRuntime is how long its low jobs run before they may be
+	// preempted while another choice exists (a duration up to 24h;
+	// default 0, none). The public pool may set it too.
+	MinRuntime string `json:"minRuntime,omitempty"`
 }
 
 // ClusterSpec is a cluster: backend local (default) or kubernetes, and the
@@ -365,7 +369,11 @@ func (s *PoolSpec) convert(p string) (*Pool, error) {
 		case s.MaxPreemptNotice != "":
 			return nil, bad(at(p, "maxPreemptNotice"), s.MaxPreemptNotice, "the public pool's is fixed (%s): set it on project pools", DefaultMaxPreemptNotice)
 		}
-		return &Pool{Name: PublicPool}, nil
+		run, err := s.minRuntime(p)
+		if err != nil {
+			return nil, err
+		}
+		return &Pool{Name: PublicPool, MinRuntime: run}, nil
 	}
 	if err := ValidateObjectName(at(p, "project"), string(s.Project)); err != nil {
 		return nil, err
@@ -389,7 +397,24 @@ func (s *PoolSpec) convert(p string) (*Pool, error) {
 		}
 		notice = Duration(d)
 	}
-	return &Pool{Name: s.Name, Project: s.Project, Members: append([]UserID(nil), s.Members...), LendIdle: s.LendIdle, MaxPreemptNotice: notice}, nil
+	run, err := s.minRuntime(p)
+	if err != nil {
+		return nil, err
+	}
+	return &Pool{Name: s.Name, Project: s.Project, Members: append([]UserID(nil), s.Members...), LendIdle: s.LendIdle,
+		MaxPreemptNotice: notice, MinRuntime: run}, nil
+}
+
+// minRuntime checks s's minRuntime.
+func (s *PoolSpec) minRuntime(p string) (Duration, error) {
+	if s.MinRuntime == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s.MinRuntime)
+	if err != nil || d < 0 || d > MaxMinRuntime {
+		return 0, bad(at(p, "minRuntime"), s.MinRuntime, "use a duration from 0s to 24h, such as 10m (leave it out for none)")
+	}
+	return Duration(d), nil
 }
 
 func (s *ClusterSpec) convert(p string) (*Cluster, error) {

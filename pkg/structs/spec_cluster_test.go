@@ -3,6 +3,7 @@ package structs
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -138,6 +139,12 @@ func TestPoolSpec(t *testing.T) {
 	p, err = ParsePoolSpec([]byte("name: public"))
 	require.NoError(t, err)
 	assert.True(t, p.IsPublic())
+	p, err = ParsePoolSpec([]byte("name: public\nminRuntime: 10m"))
+	require.NoError(t, err)
+	assert.Equal(t, &Pool{Name: PublicPool, MinRuntime: Duration(10 * time.Minute)}, p)
+	p, err = ParsePoolSpec([]byte("name: p1\nproject: p1\nminRuntime: 1h30m"))
+	require.NoError(t, err)
+	assert.Equal(t, Duration(90*time.Minute), p.MinRuntime)
 
 	for _, tc := range []struct{ name, spec, want string }{
 		{"project pool without project", "name: p1", `project "" is not allowed`},
@@ -146,6 +153,9 @@ func TestPoolSpec(t *testing.T) {
 		{"public pool lending", "name: public\nlendIdle: true", "lendIdle true is not allowed"},
 		{"member twice", "name: p1\nproject: p1\nmembers: [u1, u1]", `members[1] "u1" is not allowed: members must be unique`},
 		{"bad member", "name: p1\nproject: p1\nmembers: ['u 1']", `members[0] "u 1" is not allowed`},
+		{"minRuntime not a duration", "name: p1\nproject: p1\nminRuntime: 10", `minRuntime "10" is not allowed: use a duration from 0s to 24h, such as 10m (leave it out for none)`},
+		{"minRuntime negative", "name: public\nminRuntime: -1m", `minRuntime "-1m" is not allowed`},
+		{"minRuntime too long", "name: p1\nproject: p1\nminRuntime: 25h", `minRuntime "25h" is not allowed`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParsePoolSpec([]byte(tc.spec))

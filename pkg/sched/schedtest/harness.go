@@ -37,6 +37,8 @@ type Harness struct {
 	// ended: the usage is checked against the usage recomputed from all
 	// tasks.
 	ended []*structs.Task
+	// WholeServices is the option every cycle runs with (sched.Input).
+	WholeServices bool
 }
 
 // New returns a harness over nodes with a fixed clock.
@@ -200,7 +202,7 @@ func (h *Harness) Cycle() *sched.Plan {
 	h.seq++
 	h.Snap.Index = uint64(h.seq)
 	h.Snap.FairShare = sched.Positions(&h.FairUsage, func(s structs.Scope) float64 { return h.Weights[s] }, h.Snap.Jobs, h.FairShare.AgingOrDefault())
-	p := sched.Schedule(h.Snap, sched.Input{Pending: h.Pending(), Now: h.Now, Seed: uint64(h.seq)})
+	p := sched.Schedule(h.Snap, sched.Input{Pending: h.Pending(), Now: h.Now, Seed: uint64(h.seq), WholeServices: h.WholeServices})
 	h.Last = p
 	h.Apply(p)
 	return p
@@ -260,7 +262,7 @@ func (h *Harness) Apply(p *sched.Plan) {
 		}
 		for _, t := range h.Snap.Tasks {
 			if ids[t.ID] {
-				t.State = structs.TaskStopping
+				t.State, t.StopReason = structs.TaskStopping, structs.StopPreempted
 			}
 		}
 	}
@@ -302,7 +304,8 @@ func (v commitView) Quota(s structs.Scope) (_, _ structs.ResourceList) {
 }
 
 // Settle lets every Stopping task stop: preempted jobs return to Pending
-// with their attempt raised.
+// with their attempt raised; a service that lost only some replicas runs
+// on with the others (the next cycles place them again).
 func (h *Harness) Settle() {
 	h.T.Helper()
 	requeue := map[structs.JobID]bool{}
@@ -319,6 +322,11 @@ func (h *Harness) Settle() {
 	for _, id := range slices.Sorted(maps.Keys(requeue)) {
 		j := h.Snap.Jobs[id]
 		if j == nil || j.State.Ended() {
+			continue
+		}
+		if j.Kind == structs.KindService && slices.ContainsFunc(h.Snap.Tasks, func(t *structs.Task) bool {
+			return t.Job == id && t.Attempt == j.Attempt
+		}) {
 			continue
 		}
 		// Stop any sibling still running: a gang is evicted whole.
