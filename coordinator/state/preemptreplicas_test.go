@@ -41,10 +41,10 @@ func TestServicePreemptedReplicaByReplica(t *testing.T) {
 	assert.Equal(t, "+60 Preempting: preempting replicas 0, 1 of low-priority service s-1 on n1 to make room: freeing cpu=24 memory=192Gi gpu/A=2, 120 GPU-seconds of its work lost unless it checkpointed", evn[len(evn)-1])
 
 	now := t0.Add(time.Minute + time.Second)
-	var stopping []state.TaskEvent
+	var stopping []structs.TaskEvent
 	for _, tk := range l.s.TasksOf("s-1") {
 		if tk.State == structs.TaskStopping {
-			stopping = append(stopping, state.TaskEvent{Task: tk.ID, State: structs.TaskFailed, ExitCode: 143, Time: now})
+			stopping = append(stopping, structs.TaskEvent{Task: tk.ID, State: structs.TaskFailed, ExitCode: 143, Time: now})
 		}
 	}
 	l.must(&state.TaskUpdate{Events: stopping})
