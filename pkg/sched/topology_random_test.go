@@ -76,14 +76,7 @@ func TestTopologyRandomStreams(t *testing.T) {
 					}
 					_ = h.Submit(j)
 				case op < 7:
-					var running []string
-					for id, j := range h.Snap.Jobs {
-						if j.State == structs.JobRunning {
-							running = append(running, string(id))
-						}
-					}
-					if len(running) > 0 {
-						slices.Sort(running)
+					if running := h.Running(); len(running) > 0 {
 						id := running[r.IntN(len(running))]
 						if h.Job(id).Spark != nil && r.IntN(2) == 0 && liveDriver(h, id) {
 							_, _ = h.BindExecutor(id, fmt.Sprintf("%s-e%d", id, r.IntN(1000)))

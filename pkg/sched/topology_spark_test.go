@@ -22,17 +22,24 @@ func zoned(t *testing.T) *st.Harness {
 	return h
 }
 
+// zonedSpark is zoned with spark job s (2 to 8 executors) of topology
+// topo placed: its driver and minimum executors on n1, in z1.
+func zonedSpark(t *testing.T, topo *structs.JobTopology) *st.Harness {
+	h := zoned(t)
+	j := spark("s", 2, 8)
+	j.Topology = topo
+	h.MustSubmit(j)
+	h.Cycle()
+	require.Equal(t, []string{"n1"}, h.NodesOf("s"))
+	return h
+}
+
 // A spark job that requires a zone gets its driver and minimum
 // executors in one zone (the tightest, z1), and every executor Spark
 // adds later stays there: when z1 is full the next one waits, though z2
 // is empty.
 func TestTopologySparkRequired(t *testing.T) {
-	h := zoned(t)
-	j := spark("s", 2, 8)
-	j.Topology = &structs.JobTopology{Required: "zone"}
-	h.MustSubmit(j)
-	h.Cycle()
-	require.Equal(t, []string{"n1"}, h.NodesOf("s"))
+	h := zonedSpark(t, &structs.JobTopology{Required: "zone"})
 	assert.Equal(t, []string{"n1", "n1"}, heldNodes(h, "s"))
 	for _, pod := range []string{"e1", "e2", "e3"} {
 		tp, err := h.BindExecutor("s", pod)
@@ -47,12 +54,7 @@ func TestTopologySparkRequired(t *testing.T) {
 // One that prefers a zone takes its driver's zone while it has room,
 // then any other.
 func TestTopologySparkPreferred(t *testing.T) {
-	h := zoned(t)
-	j := spark("s", 2, 8)
-	j.Topology = &structs.JobTopology{Preferred: "zone"}
-	h.MustSubmit(j)
-	h.Cycle()
-	require.Equal(t, []string{"n1"}, h.NodesOf("s"))
+	h := zonedSpark(t, &structs.JobTopology{Preferred: "zone"})
 	var nodes []structs.NodeID
 	for _, pod := range []string{"e1", "e2", "e3", "e4"} {
 		tp, err := h.BindExecutor("s", pod)

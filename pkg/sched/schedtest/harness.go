@@ -424,6 +424,18 @@ func (h *Harness) Executors(id string) []string {
 	return out
 }
 
+// Running lists the IDs of the running jobs, in order.
+func (h *Harness) Running() []string {
+	var out []string
+	for id, j := range h.Snap.Jobs {
+		if j.State == structs.JobRunning {
+			out = append(out, string(id))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Job returns the stored job id.
 func (h *Harness) Job(id string) *structs.Job {
 	j := h.Snap.Jobs[structs.JobID(id)]
