@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/daemon"
@@ -39,18 +40,7 @@ done`
 // before), checkpoints, and its next attempt resumes from the checkpoint.
 func TestPreemptNoticeThenResume(t *testing.T) {
 	t.Parallel()
-	tokens, err := api.ParseTokens([]byte("users:\n  - {name: dev, token: " + adminToken + ", admin: true}\n"))
-	require.NoError(t, err)
-	cluster, err := daemon.DevCluster()
-	require.NoError(t, err)
-	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tokens, Cluster: cluster, Atom: atomBin,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	cfg.Server = server.Config{ID: "dev", RaftAddr: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true,
-		HeartbeatTTL: 3 * time.Second, Cycle: 50 * time.Millisecond, StopGrace: 5 * time.Second}
-	d, err := daemon.Start(cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
-	c := client.New(d.URL, adminToken)
+	c := startDevAtom(t)
 	dir := t.TempDir()
 	logf := filepath.Join(dir, "log")
 	v100 := map[string]any{"accelerators": map[string]any{"type": "V100", "count": 4}}
@@ -108,6 +98,84 @@ func TestPreemptNoticeThenResume(t *testing.T) {
 	require.NotNil(t, pre.Freed)
 	assert.Equal(t, int64(4), pre.Freed.Accels)
 	assert.Contains(t, pre.Message, "after a 2s notice")
+}
+
+// startDevAtom starts coordinator dev's cluster on one server with real
+// Raft, whose local backend runs each task under this atom.
+func startDevAtom(t *testing.T) *client.Client {
+	t.Helper()
+	tokens, err := api.ParseTokens([]byte("users:\n  - {name: dev, token: " + adminToken + ", admin: true}\n"))
+	require.NoError(t, err)
+	cluster, err := daemon.DevCluster()
+	require.NoError(t, err)
+	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tokens, Cluster: cluster, Atom: atomBin,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	cfg.Server = server.Config{ID: "dev", RaftAddr: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true,
+		HeartbeatTTL: 3 * time.Second, Cycle: 50 * time.Millisecond, StopGrace: 5 * time.Second}
+	d, err := daemon.Start(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return client.New(d.URL, adminToken)
+}
+
+// TestPreemptNoticeExample runs the checkpointing job README.md shows
+// (its notice cut to 2 s, its directory a temporary one): preempted, it
+// sees the notice file while it still runs, saves its step, and its next
+// attempt resumes from that step.
+func TestPreemptNoticeExample(t *testing.T) {
+	t.Parallel()
+	c := startDevAtom(t)
+	spec := readmeJob(t, "name: trainer")
+	dir := t.TempDir()
+	spec["env"] = map[string]any{"CKPT": dir}
+	spec["preemptNotice"] = map[string]any{"seconds": 2}
+	low := submitSpec(t, c, spec)
+	ctx := context.Background()
+	logs := func() string {
+		var b strings.Builder
+		_ = c.LogsWith(ctx, low, client.LogOptions{All: true}, &b)
+		return b.String()
+	}
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs(), "attempt 0 resumes at step 0")
+	}, 20*time.Second, 50*time.Millisecond, "the job runs")
+	normal := submitSpec(t, c, map[string]any{"kind": "command", "name": "urgent", "command": []string{"true"},
+		"resources": map[string]any{"accelerators": map[string]any{"type": "V100", "count": 4}}})
+	assert.Equal(t, structs.JobSucceeded, waitJob(t, c, normal).State)
+	var out string
+	require.Eventually(t, func() bool {
+		out = logs()
+		return strings.Contains(out, "attempt 1 resumes")
+	}, 30*time.Second, 50*time.Millisecond, "the job is placed again once the preemptor ends")
+	b, err := os.ReadFile(filepath.Join(dir, "step"))
+	require.NoError(t, err)
+	step := strings.TrimSpace(string(b))
+	_, err = strconv.Atoi(step)
+	require.NoError(t, err, "the checkpoint is a step: %q", step)
+	assert.Contains(t, out, "checkpointed step "+step+", stopped by ", "it saw the notice while it ran: %s", out)
+	assert.Contains(t, out, "attempt 1 resumes at step "+step)
+	_, err = c.CancelJob(ctx, low)
+	require.NoError(t, err)
+}
+
+// readmeJob is the job spec of README.md's yaml block containing marker.
+func readmeJob(t *testing.T, marker string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	for _, part := range strings.Split(string(b), "```yaml\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		if !strings.Contains(block, marker) {
+			continue
+		}
+		js, err := yaml.YAMLToJSON([]byte(block))
+		require.NoError(t, err)
+		var spec map[string]any
+		require.NoError(t, json.Unmarshal(js, &spec))
+		return spec
+	}
+	t.Fatalf("README.md has no yaml block with %q", marker)
+	return nil
 }
 
 // submitSpec submits spec and returns the job's ID.
