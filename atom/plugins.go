@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/atom-sched/atom/pkg/plugin"
+	"github.com/atom-sched/atom/pkg/plugin/plugindir"
 	"github.com/atom-sched/atom/plugins/command"
 	"github.com/atom-sched/atom/plugins/mpi"
 	"github.com/atom-sched/atom/plugins/spark"
@@ -52,15 +52,7 @@ func pluginCommand() *cli.Command {
 			Usage: "list the job kinds atom runs",
 			Flags: []cli.Flag{pluginDirFlag()},
 			Action: func(c *cli.Context) error {
-				dir := c.String("plugin-dir")
-				external := map[string]string{}
-				entries, _ := os.ReadDir(dir)
-				for _, e := range entries {
-					p := filepath.Join(dir, e.Name())
-					if k, ok := strings.CutPrefix(e.Name(), plugin.BinaryPrefix); ok && k != "" && plugin.ExecutablePlugin(p) {
-						external[k] = p
-					}
-				}
+				external := plugindir.Plugins(c.String("plugin-dir"))
 				for _, k := range builtins().Kinds() {
 					if p, ok := external[k]; ok {
 						fmt.Fprintf(c.App.Writer, "%s\t%s (instead of the built-in)\n", k, p)
@@ -92,7 +84,7 @@ func pluginCommand() *cli.Command {
 }
 
 func pluginDirFlag() cli.Flag {
-	return &cli.StringFlag{Name: "plugin-dir", Value: "/app/plugins", EnvVars: []string{"ATOM_PLUGIN_DIR"}, Usage: "directory of job-type plugins named " + plugin.BinaryPrefix + "KIND"}
+	return &cli.StringFlag{Name: "plugin-dir", Value: plugindir.Default, EnvVars: []string{"ATOM_PLUGIN_DIR"}, Usage: "directory of job-type plugins named " + plugin.BinaryPrefix + "KIND"}
 }
 
 func pluginSumsFlag() cli.Flag {

@@ -120,6 +120,10 @@ type Config struct {
 	// Keyring, if set, seals and opens secrets' values (/v1/secrets);
 	// without it secrets are refused.
 	Keyring *keyring.Keyring
+	// PluginKinds, if set, lists the job kinds beyond the built-ins that
+	// tasks have plugins for; a job of any other kind is refused at
+	// submit (nil: the built-ins only).
+	PluginKinds func() []structs.JobKind
 }
 
 // Bounds on request bodies other than specs (specs may have
@@ -130,7 +134,8 @@ const maxSmallBody = 64 << 10
 // LoadTokens or ParseTokens, which validate it.
 func New(store Store, cfg Config) http.Handler {
 	s := &server{store: store, clock: cfg.Clock, newID: cfg.NewID, mux: http.NewServeMux(), logs: cfg.Logs, volumes: cfg.Volumes,
-		users: map[[sha256.Size]byte]*User{}, podTokens: cfg.PodTokens, tokenLimit: newTokenLimiter(), keyring: cfg.Keyring}
+		users: map[[sha256.Size]byte]*User{}, podTokens: cfg.PodTokens, tokenLimit: newTokenLimiter(), keyring: cfg.Keyring,
+		plugins: cfg.PluginKinds}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -234,6 +239,7 @@ type server struct {
 	podTokens  PodTokens
 	tokenLimit *rate.Limiter
 	keyring    *keyring.Keyring // nil: no secrets
+	plugins    func() []structs.JobKind
 }
 
 // ServeHTTP routes r. Requests no route takes get a JSON 404 or 405.

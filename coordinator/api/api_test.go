@@ -66,7 +66,7 @@ func submit(t *testing.T, e *apitest.Env, owner structs.UserID, id, spec string)
 }
 
 const (
-	webSpec = `{kind: service, name: web, project: perception, replicas: 2, minAvailable: 1, resources: {accelerators: {type: A100, count: 1}}}`
+	webSpec = `{kind: service, command: [true], name: web, project: perception, replicas: 2, minAvailable: 1, resources: {accelerators: {type: A100, count: 1}}}`
 	lowSpec = `{kind: command, name: batch, priority: low, command: [sleep, "1"], resources: {cpu: "1", memory: 1Gi}}`
 )
 
@@ -279,10 +279,10 @@ func TestAccessMatrix(t *testing.T) {
 func TestJobVisibility(t *testing.T) {
 	t.Parallel()
 	e := apitest.NewEnv(t, "")
-	submit(t, e, "u1", "mine-1", `{kind: command, name: mine, priority: low, resources: {cpu: "1"}}`)
+	submit(t, e, "u1", "mine-1", `{kind: command, command: [true], name: mine, priority: low, resources: {cpu: "1"}}`)
 	submit(t, e, "u1", "web-1", webSpec)
-	submit(t, e, "m1", "proj-1", `{kind: command, name: proj, project: perception, priority: low, resources: {cpu: "1"}}`)
-	submit(t, e, "u2", "theirs-1", `{kind: command, name: theirs, priority: low, resources: {cpu: "1"}}`)
+	submit(t, e, "m1", "proj-1", `{kind: command, command: [true], name: proj, project: perception, priority: low, resources: {cpu: "1"}}`)
+	submit(t, e, "u2", "theirs-1", `{kind: command, command: [true], name: theirs, priority: low, resources: {cpu: "1"}}`)
 	e.Store.Schedule(t, apitest.T0)
 
 	list := func(user structs.UserID, query string) (int, []structs.JobID) {

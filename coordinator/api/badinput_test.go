@@ -17,7 +17,7 @@ import (
 func TestBadInputChangesNothing(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("a", 64)
-	huge := "kind: command\nname: big\n#" + strings.Repeat("x", structs.MaxSpecBytes) + "\n"
+	huge := "kind: command\ncommand: [true]\nname: big\n#" + strings.Repeat("x", structs.MaxSpecBytes) + "\n"
 	const task0 = "/v1/tasks/web-1-0-a0/heartbeat"
 	tooLongNode := strings.Repeat("n.", 126) + "nn" // node names are DNS subdomains: at most 253
 	type tc struct {
@@ -29,55 +29,59 @@ func TestBadInputChangesNothing(t *testing.T) {
 	}
 	cases := map[string]tc{
 		// POST /v1/jobs
-		"submit: empty body":        {"u1", "POST", "/v1/jobs", "", 400, "request body is empty: send a job spec in YAML or JSON", nil},
-		"submit: blank body":        {"u1", "POST", "/v1/jobs", "  \n\t", 400, "request body is empty", nil},
-		"submit: only a comment":    {"u1", "POST", "/v1/jobs", "# nothing\n", 400, "job spec is empty", nil},
-		"submit: bad UTF-8":         {"u1", "POST", "/v1/jobs", "kind: command\nname: a\xffb\n", 400, "not valid UTF-8", nil},
-		"submit: oversized":         {"u1", "POST", "/v1/jobs", huge, 400, "at most 1048576 bytes", nil},
-		"submit: unknown field":     {"u1", "POST", "/v1/jobs", "kind: command\nname: a\nreplica: 2\n", 400, "replica is not a known field", nil},
+		"submit: empty body":     {"u1", "POST", "/v1/jobs", "", 400, "request body is empty: send a job spec in YAML or JSON", nil},
+		"submit: blank body":     {"u1", "POST", "/v1/jobs", "  \n\t", 400, "request body is empty", nil},
+		"submit: only a comment": {"u1", "POST", "/v1/jobs", "# nothing\n", 400, "job spec is empty", nil},
+		"submit: bad UTF-8":      {"u1", "POST", "/v1/jobs", "kind: command\ncommand: [true]\nname: a\xffb\n", 400, "not valid UTF-8", nil},
+		"submit: oversized":      {"u1", "POST", "/v1/jobs", huge, 400, "at most 1048576 bytes", nil},
+		"submit: unknown kind": {"u1", "POST", "/v1/jobs", `{kind: batch, name: a, command: [true], resources: {cpu: "1"}}`, 400,
+			`kind "batch" is not allowed: use mpi, spark, service or command, or a plugin's kind (this coordinator has none: an admin adds them with --plugin-dir or --job-kind)`, nil},
+		"submit: no command": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, args: [x], resources: {cpu: "1"}}`, 400,
+			"command is required for kind command: give the program and its arguments, e.g. command: [python, train.py] (args only adds to it)", nil},
+		"submit: unknown field":     {"u1", "POST", "/v1/jobs", "kind: command\ncommand: [true]\nname: a\nreplica: 2\n", 400, "replica is not a known field", nil},
 		"submit: JSON unknown":      {"u1", "POST", "/v1/jobs", `{"kind": "command", "name": "a", "bogus": 1}`, 400, "bogus is not a known field", nil},
-		"submit: negative cpu":      {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {cpu: "-1"}}`, 400, "resources.cpu", nil},
-		"submit: overflowing mem":   {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {memory: 9999999999Ei}}`, 400, "resources.memory", nil},
-		"submit: huge replicas":     {"u1", "POST", "/v1/jobs", `{kind: command, name: a, replicas: 100000, resources: {cpu: "1"}}`, 400, "replicas", nil},
-		"submit: 2^64 replicas":     {"u1", "POST", "/v1/jobs", `{kind: command, name: a, replicas: 18446744073709551617}`, 400, "replicas", nil},
-		"submit: fractional gpus":   {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {accelerators: {type: A100, count: 0.5}}}`, 400, "resources.accelerators.count", nil},
-		"submit: name too long":     {"u1", "POST", "/v1/jobs", "{kind: command, name: " + long + "}", 400, "name", nil},
-		"submit: uppercase name":    {"u1", "POST", "/v1/jobs", "{kind: command, name: Train}", 400, `name "Train"`, nil},
-		"submit: two documents":     {"u1", "POST", "/v1/jobs", "kind: command\nname: a\n---\nkind: command\nname: b\n", 400, "document", nil},
+		"submit: negative cpu":      {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {cpu: "-1"}}`, 400, "resources.cpu", nil},
+		"submit: overflowing mem":   {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {memory: 9999999999Ei}}`, 400, "resources.memory", nil},
+		"submit: huge replicas":     {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, replicas: 100000, resources: {cpu: "1"}}`, 400, "replicas", nil},
+		"submit: 2^64 replicas":     {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, replicas: 18446744073709551617}`, 400, "replicas", nil},
+		"submit: fractional gpus":   {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {accelerators: {type: A100, count: 0.5}}}`, 400, "resources.accelerators.count", nil},
+		"submit: name too long":     {"u1", "POST", "/v1/jobs", "{kind: command, command: [true], name: " + long + "}", 400, "name", nil},
+		"submit: uppercase name":    {"u1", "POST", "/v1/jobs", "{kind: command, command: [true], name: Train}", 400, `name "Train"`, nil},
+		"submit: two documents":     {"u1", "POST", "/v1/jobs", "kind: command\ncommand: [true]\nname: a\n---\nkind: command\nname: b\n", 400, "document", nil},
 		"submit: not a mapping":     {"u1", "POST", "/v1/jobs", "[1, 2]", 400, "", nil},
 		"submit: bad request ID":    {"u1", "POST", "/v1/jobs", lowSpec, 400, "request ID", []string{"Idempotency-Key", "a b"}},
 		"submit: long request ID":   {"u1", "POST", "/v1/jobs", lowSpec, 400, "request ID", []string{"Idempotency-Key", strings.Repeat("k", 129)}},
 		"submit: two request IDs":   {"u1", "POST", "/v1/jobs?requestID=r2", lowSpec, 400, "differ", []string{"Idempotency-Key", "r1"}},
-		"submit: unsatisfiable":     {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {accelerators: {type: A100, count: 9}}}`, 422, "can never fit", nil},
-		"submit: over quota":        {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {accelerators: {type: A100, count: 1}}}`, 409, "quota exceeded for user:u1: gpu/A100 quota 8, in use 8, requested 1", nil},
-		"submit: unknown GPU type":  {"u1", "POST", "/v1/jobs", `{kind: command, name: a, priority: low, resources: {accelerators: {type: H800, count: 1}}}`, 422, `unknown accelerator type "H800"`, nil},
-		"submit: not a member":      {"u2", "POST", "/v1/jobs", `{kind: command, name: a, project: perception, resources: {cpu: "1"}}`, 403, "not a member of project perception", nil},
-		"submit: name in use":       {"u1", "POST", "/v1/jobs", `{kind: service, name: web, project: perception, resources: {cpu: "1"}}`, 409, "job name web is taken by project perception's active job web-1 (Scheduled)", nil},
-		"submit: high without pool": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, project: vision, priority: high, resources: {cpu: "1"}}`, 403, "project vision does not exist", nil},
+		"submit: unsatisfiable":     {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {accelerators: {type: A100, count: 9}}}`, 422, "can never fit", nil},
+		"submit: over quota":        {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {accelerators: {type: A100, count: 1}}}`, 409, "quota exceeded for user:u1: gpu/A100 quota 8, in use 8, requested 1", nil},
+		"submit: unknown GPU type":  {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, priority: low, resources: {accelerators: {type: H800, count: 1}}}`, 422, `unknown accelerator type "H800"`, nil},
+		"submit: not a member":      {"u2", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, project: perception, resources: {cpu: "1"}}`, 403, "not a member of project perception", nil},
+		"submit: name in use":       {"u1", "POST", "/v1/jobs", `{kind: service, command: [true], name: web, project: perception, resources: {cpu: "1"}}`, 409, "job name web is taken by project perception's active job web-1 (Scheduled)", nil},
+		"submit: high without pool": {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, project: vision, priority: high, resources: {cpu: "1"}}`, 403, "project vision does not exist", nil},
 
 		// A job its tasks could not be given: Linux refuses one
 		// environment string over 128 KiB at exec (found by a new user:
 		// accepted, then "argument list too long", exit 127).
 		"submit: command too long for exec": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, priority: low, resources: {cpu: "1"}, command: [sh, -c, "` +
 			strings.Repeat("x", 130<<10) + `"]}`, 400, "over the 120 KiB one environment variable may hold", nil},
-		"submit: env value too long": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, priority: low, resources: {cpu: "1"}, env: {BIG: "` +
+		"submit: env value too long": {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, priority: low, resources: {cpu: "1"}, env: {BIG: "` +
 			strings.Repeat("x", 121<<10) + `"}}`, 400, "env.BIG is 122 KiB, over the 120 KiB one environment variable may hold", nil},
 
 		// Control characters in names and values; quantities at and past
 		// the largest int64 (9223372036854775807).
 		"submit: name with NUL":     {"u1", "POST", "/v1/jobs", `{"kind": "command", "name": "a\u0000b"}`, 400, "no control characters", nil},
 		"submit: name with ESC":     {"u1", "POST", "/v1/jobs", `{"kind": "command", "name": "a\u001b[31m"}`, 400, "no control characters", nil},
-		"submit: YAML control char": {"u1", "POST", "/v1/jobs", "kind: command\nname: a\x01b\n", 400, "control characters are not allowed", nil},
+		"submit: YAML control char": {"u1", "POST", "/v1/jobs", "kind: command\ncommand: [true]\nname: a\x01b\n", 400, "control characters are not allowed", nil},
 		"submit: env key with DEL":  {"u1", "POST", "/v1/jobs", `{"kind": "command", "name": "a", "env": {"A\u007f": "x"}}`, 400, "env key", nil},
 		"submit: arg with NUL":      {"u1", "POST", "/v1/jobs", `{"kind": "command", "name": "a", "command": ["a\u0000b"]}`, 400, "command[0]", nil},
 		"submit: project with BEL":  {"u1", "POST", "/v1/jobs", `{"kind": "command", "name": "a", "project": "p\u0007"}`, 400, "project", nil},
-		"submit: cpu int64 max":     {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {cpu: 9223372036854775807m}}`, 400, "overflows 64 bits", nil},
-		"submit: cpu past int64":    {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {cpu: 9223372036854775808m}}`, 400, "overflows 64 bits", nil},
-		"submit: memory int64 max":  {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {memory: 9223372036854775807}}`, 400, "overflows 64 bits", nil},
-		"submit: memory past int64": {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {memory: 9223372036854775808}}`, 400, "overflows 64 bits", nil},
-		"submit: gpus int64 max":    {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {accelerators: {type: A100, count: 9223372036854775807}}}`, 400, "use 1 to 64", nil},
-		"submit: gpus past int64":   {"u1", "POST", "/v1/jobs", `{kind: command, name: a, resources: {accelerators: {type: A100, count: 9223372036854775808}}}`, 400, "fits in 64 bits", nil},
-		"submit: replicas max":      {"u1", "POST", "/v1/jobs", `{kind: command, name: a, replicas: 9223372036854775807, resources: {cpu: "1"}}`, 400, "use 1 to 10000", nil},
+		"submit: cpu int64 max":     {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {cpu: 9223372036854775807m}}`, 400, "overflows 64 bits", nil},
+		"submit: cpu past int64":    {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {cpu: 9223372036854775808m}}`, 400, "overflows 64 bits", nil},
+		"submit: memory int64 max":  {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {memory: 9223372036854775807}}`, 400, "overflows 64 bits", nil},
+		"submit: memory past int64": {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {memory: 9223372036854775808}}`, 400, "overflows 64 bits", nil},
+		"submit: gpus int64 max":    {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {accelerators: {type: A100, count: 9223372036854775807}}}`, 400, "use 1 to 64", nil},
+		"submit: gpus past int64":   {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, resources: {accelerators: {type: A100, count: 9223372036854775808}}}`, 400, "fits in 64 bits", nil},
+		"submit: replicas max":      {"u1", "POST", "/v1/jobs", `{kind: command, command: [true], name: a, replicas: 9223372036854775807, resources: {cpu: "1"}}`, 400, "use 1 to 10000", nil},
 		"scale: int64 max":          {"u1", "POST", "/v1/jobs/web-1/scale", `{"replicas": 9223372036854775807}`, 400, "use 0 (park the service) to 10000", nil},
 		"scale: past int64":         {"u1", "POST", "/v1/jobs/web-1/scale", `{"replicas": 9223372036854775808}`, 400, "replicas", nil},
 		"quota: memory int64 max":   {"admin", "PUT", "/v1/quotas/user:u1", `{scope: "user:u1", limits: {memory: 9223372036854775807}}`, 400, "overflows 64 bits", nil},
@@ -195,8 +199,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 			e := apitest.NewEnv(t, "")
 			submit(t, e, "u1", "web-1", webSpec)
 			submit(t, e, "u1", "low-1", lowSpec)
-			submit(t, e, "u1", "pub-1", `{kind: service, name: pub, replicas: 2, minAvailable: 1, resources: {accelerators: {type: A100, count: 4}}}`)
-			submit(t, e, "u1", "done-1", `{kind: command, name: done, priority: low, resources: {cpu: "1"}}`)
+			submit(t, e, "u1", "pub-1", `{kind: service, command: [true], name: pub, replicas: 2, minAvailable: 1, resources: {accelerators: {type: A100, count: 4}}}`)
+			submit(t, e, "u1", "done-1", `{kind: command, command: [true], name: done, priority: low, resources: {cpu: "1"}}`)
 			e.Store.Schedule(t, apitest.T0)
 			for _, tk := range e.Store.Tasks("done-1") {
 				e.Store.Report(t, tk.ID, structs.TaskSucceeded, apitest.T0)
@@ -219,13 +223,13 @@ func TestBadInputChangesNothing(t *testing.T) {
 func TestSubmitErrorsCarryDetails(t *testing.T) {
 	t.Parallel()
 	e := apitest.NewEnv(t, "")
-	submit(t, e, "u1", "first-1", `{kind: command, name: first, resources: {accelerators: {type: A100, count: 8}}}`)
-	status, body := do(t, e, e.Tokens["u1"], "POST", "/v1/jobs", `{kind: command, name: second, resources: {accelerators: {type: A100, count: 1}}}`)
+	submit(t, e, "u1", "first-1", `{kind: command, command: [true], name: first, resources: {accelerators: {type: A100, count: 8}}}`)
+	status, body := do(t, e, e.Tokens["u1"], "POST", "/v1/jobs", `{kind: command, command: [true], name: second, resources: {accelerators: {type: A100, count: 1}}}`)
 	assert.Equal(t, http.StatusConflict, status)
 	assert.JSONEq(t, `{"error": "quota exceeded for user:u1: gpu/A100 quota 8, in use 8, requested 1",
 		"quota": {"scope": "user:u1", "key": "gpu/A100", "asked": 1, "used": 8, "limit": 8}}`, body)
 
-	status, body = do(t, e, e.Tokens["u1"], "POST", "/v1/jobs", `{kind: command, name: big, resources: {accelerators: {type: A100, count: 9}}}`)
+	status, body = do(t, e, e.Tokens["u1"], "POST", "/v1/jobs", `{kind: command, command: [true], name: big, resources: {accelerators: {type: A100, count: 9}}}`)
 	assert.Equal(t, http.StatusUnprocessableEntity, status)
 	assert.Contains(t, body, `"why":{"neverFits":true`)
 }

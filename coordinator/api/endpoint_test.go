@@ -40,7 +40,7 @@ func TestHeartbeatEndpointValidation(t *testing.T) {
 func TestPeersCurrentAttemptOnly(t *testing.T) {
 	t.Parallel()
 	e := apitest.NewEnv(t, "")
-	submit(t, e, "u1", "mpi-1", `{kind: command, name: mpi, priority: low, replicas: 2, restartPolicy: OnFailure, resources: {cpu: "1", memory: 1Gi}}`)
+	submit(t, e, "u1", "mpi-1", `{kind: command, command: [true], name: mpi, priority: low, replicas: 2, restartPolicy: OnFailure, resources: {cpu: "1", memory: 1Gi}}`)
 	e.Store.Schedule(t, apitest.T0)
 	old := e.Store.Tasks("mpi-1")
 	require.Len(t, old, 2)

@@ -19,9 +19,9 @@ import (
 func TestEvents(t *testing.T) {
 	t.Parallel()
 	e := apitest.NewEnv(t, "")
-	submit(t, e, "u1", "mine-1", `{kind: command, name: mine, priority: low, resources: {cpu: "1"}}`)
-	submit(t, e, "m1", "proj-1", `{kind: command, name: proj, project: perception, priority: low, resources: {cpu: "1"}}`)
-	submit(t, e, "u2", "theirs-1", `{kind: command, name: theirs, priority: low, resources: {cpu: "1"}}`)
+	submit(t, e, "u1", "mine-1", `{kind: command, command: [true], name: mine, priority: low, resources: {cpu: "1"}}`)
+	submit(t, e, "m1", "proj-1", `{kind: command, command: [true], name: proj, project: perception, priority: low, resources: {cpu: "1"}}`)
+	submit(t, e, "u2", "theirs-1", `{kind: command, command: [true], name: theirs, priority: low, resources: {cpu: "1"}}`)
 	e.Store.Schedule(t, apitest.T0)
 	status, body := do(t, e, e.Tokens["u1"], "POST", "/v1/jobs/mine-1/cancel", "")
 	require.Equal(t, http.StatusOK, status, body)

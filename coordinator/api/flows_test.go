@@ -175,7 +175,7 @@ func TestHeartbeatAndPeers(t *testing.T) {
 	assert.Contains(t, errMsg(t, body), "has ended (Failed): stop it")
 
 	// Another job's token is not good for this job's tasks.
-	submit(t, e, "u2", "other-1", `{kind: command, name: other, priority: low, resources: {cpu: "1"}}`)
+	submit(t, e, "u2", "other-1", `{kind: command, command: [true], name: other, priority: low, resources: {cpu: "1"}}`)
 	e.Store.Schedule(t, apitest.T0)
 	otherTok := e.Store.Tokens()["other-1-0-a0"]
 	require.NotEmpty(t, otherTok)
@@ -190,7 +190,7 @@ func TestHeartbeatAndPeers(t *testing.T) {
 func TestWhy(t *testing.T) {
 	t.Parallel()
 	e := apitest.NewEnv(t, "")
-	submit(t, e, "u1", "ib-1", `{kind: command, name: ib, priority: low, selector: fabric=ib, resources: {accelerators: {type: A100, count: 1}}}`)
+	submit(t, e, "u1", "ib-1", `{kind: command, command: [true], name: ib, priority: low, selector: fabric=ib, resources: {accelerators: {type: A100, count: 1}}}`)
 	status, body := do(t, e, e.Tokens["u1"], "GET", "/v1/jobs/ib-1/why", "")
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, wire.WhyResponse{Job: "ib-1", State: structs.JobPending, Pending: true,
@@ -337,7 +337,7 @@ func TestFSMResponseResults(t *testing.T) {
 	status, body := do(t, e, "u1-token-0123456789", "POST", "/v1/jobs", lowSpec)
 	require.Equal(t, http.StatusCreated, status, body)
 	assert.True(t, strings.HasPrefix(string(decode[wire.SubmitResponse](t, body).JobID), "batch-"), "DefaultNewID")
-	status, body = do(t, e, "u1-token-0123456789", "POST", "/v1/jobs", `{kind: command, name: big, resources: {accelerators: {type: A100, count: 9}}}`)
+	status, body = do(t, e, "u1-token-0123456789", "POST", "/v1/jobs", `{kind: command, command: [true], name: big, resources: {accelerators: {type: A100, count: 9}}}`)
 	assert.Equal(t, http.StatusUnprocessableEntity, status, body)
 }
 

@@ -117,8 +117,8 @@ func pick[T any](b uint8, xs ...T) T { return xs[int(b)%len(xs)] }
 func placedEnv(tb testing.TB, e *apitest.Env) {
 	fsubmit(tb, e, "u1", "web-1", webSpec)
 	fsubmit(tb, e, "u1", "low-1", lowSpec)
-	fsubmit(tb, e, "u1", "pub-1", `{kind: service, name: pub, replicas: 2, minAvailable: 1, resources: {accelerators: {type: A100, count: 4}}}`)
-	fsubmit(tb, e, "u1", "done-1", `{kind: command, name: done, priority: low, resources: {cpu: "1"}}`)
+	fsubmit(tb, e, "u1", "pub-1", `{kind: service, command: [true], name: pub, replicas: 2, minAvailable: 1, resources: {accelerators: {type: A100, count: 4}}}`)
+	fsubmit(tb, e, "u1", "done-1", `{kind: command, command: [true], name: done, priority: low, resources: {cpu: "1"}}`)
 	e.Store.Schedule(tb, apitest.T0)
 	for _, tk := range e.Store.Tasks("done-1") {
 		e.Store.Report(tb, tk.ID, structs.TaskSucceeded, apitest.T0)

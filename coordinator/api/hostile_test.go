@@ -56,7 +56,7 @@ func TestHostileBodiesBoundedMemory(t *testing.T) {
 		return b.String()
 	}
 	endpoints := []struct{ as, method, path, prefix, what string }{
-		{"u1", "POST", "/v1/jobs", "kind: command\nname: a\n", "job spec"},
+		{"u1", "POST", "/v1/jobs", "kind: command\ncommand: [true]\nname: a\n", "job spec"},
 		{"admin", "PUT", "/v1/quotas/user:u1", "scope: user:u1\n", "quota spec"},
 		{"admin", "PUT", "/v1/pools/vision", "name: vision\nproject: vision\n", "pool spec"},
 		{"admin", "PUT", "/v1/nodes/n9", "name: n9\ncpu: 4\nmemory: 1Gi\n", "node spec"},
@@ -111,7 +111,7 @@ func TestStreamedHugeBodyIsCutOff(t *testing.T) {
 	var status int
 	var msg string
 	alloc := allocatedBy(t, func() {
-		req, err := http.NewRequestWithContext(context.Background(), "POST", e.URL()+"/v1/jobs", io.MultiReader(strings.NewReader("kind: command\nname: a\n#"), &sent))
+		req, err := http.NewRequestWithContext(context.Background(), "POST", e.URL()+"/v1/jobs", io.MultiReader(strings.NewReader("kind: command\ncommand: [true]\nname: a\n#"), &sent))
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+e.Tokens["u1"])
 		req.ContentLength = -1 // unknown: sent chunked

@@ -35,6 +35,13 @@ func (s *server) submitJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 	if err != nil {
 		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
 	}
+	var plugins []structs.JobKind
+	if s.plugins != nil {
+		plugins = s.plugins()
+	}
+	if err := structs.CheckRunnable(job, plugins); err != nil {
+		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
+	}
 	if err := taskenv.Check(job); err != nil {
 		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
 	}

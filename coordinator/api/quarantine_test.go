@@ -17,7 +17,7 @@ import (
 func TestPreflightQuarantineAndRelease(t *testing.T) {
 	t.Parallel()
 	e := apitest.NewEnv(t, "")
-	submit(t, e, "u1", "gpu-1", `{kind: command, name: gpu, resources: {accelerators: {type: A100, count: 2}}}`)
+	submit(t, e, "u1", "gpu-1", `{kind: command, command: [true], name: gpu, resources: {accelerators: {type: A100, count: 2}}}`)
 	e.Store.Schedule(t, apitest.T0)
 	tasks := e.Store.Tasks("gpu-1")
 	require.Len(t, tasks, 1)

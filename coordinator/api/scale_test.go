@@ -25,7 +25,7 @@ func TestScaleServiceToZeroAndBack(t *testing.T) {
 	e := apitest.NewEnv(t, "")
 	u1 := e.Tokens["u1"]
 	status, body := do(t, e, u1, "POST", "/v1/jobs",
-		`{kind: service, name: pub, replicas: 2, minAvailable: 2, resources: {accelerators: {type: A100, count: 4}}}`)
+		`{kind: service, command: [true], name: pub, replicas: 2, minAvailable: 2, resources: {accelerators: {type: A100, count: 4}}}`)
 	require.Equal(t, http.StatusCreated, status, body)
 	id := decode[wire.SubmitResponse](t, body).JobID
 	require.Equal(t, []structs.JobID{id}, e.Store.Schedule(t, apitest.T0).Placed)
@@ -88,7 +88,7 @@ func TestScaleServiceToZeroAndBack(t *testing.T) {
 	status, body = do(t, e, u1, "POST", "/v1/jobs/"+string(batch)+"/scale", `{"replicas": 0}`)
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, body, "job low-1 is a command job: only services scale (cancel it to stop it)")
-	status, body = do(t, e, u1, "POST", "/v1/jobs", `{kind: service, name: parked, replicas: 0, resources: {cpu: "1"}}`)
+	status, body = do(t, e, u1, "POST", "/v1/jobs", `{kind: service, command: [true], name: parked, replicas: 0, resources: {cpu: "1"}}`)
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Contains(t, body, "replicas 0 is not allowed: submit a service with 1 to 10000, then park it with coordinator service scale ID 0")
 }

@@ -72,7 +72,7 @@ func TestJobCommands(t *testing.T) {
 
 	// submit: table, then JSON for a second job.
 	assert.Equal(t, "job web-00001 submitted: Pending\n", must(t, e, "u1", "job", "submit", "-f", spec))
-	out := must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`), "-o", "json")
+	out := must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`), "-o", "json")
 	var sub wire.SubmitResponse
 	require.NoError(t, json.Unmarshal([]byte(out), &sub), out)
 	assert.Equal(t, structs.JobID("batch-00002"), sub.JobID)
@@ -122,7 +122,7 @@ func TestJobCommands(t *testing.T) {
 	}
 
 	// why: pending with reasons, and not pending.
-	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, name: ib, priority: low, selector: fabric=ib, resources: {accelerators: {type: A100, count: 1}}}`))
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: ib, priority: low, selector: fabric=ib, resources: {accelerators: {type: A100, count: 1}}}`))
 	e.Store.Schedule(t, apitest.T0)
 	out = must(t, e, "u1", "job", "why", "ib-00003")
 	assert.Contains(t, out, "ib-00003: Pending\n")
@@ -204,9 +204,9 @@ func TestJobCommands(t *testing.T) {
 
 func TestSubmitErrorsSayWhy(t *testing.T) {
 	e := apitest.NewEnv(t, "")
-	_, err := run(t, e, "u1", "job", "submit", "-f", file(t, "kind: command\nname: a\nreplica: 2\n"))
+	_, err := run(t, e, "u1", "job", "submit", "-f", file(t, "kind: command\ncommand: [true]\nname: a\nreplica: 2\n"))
 	assert.ErrorContains(t, err, "replica is not a known field")
-	_, err = run(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, name: a, resources: {accelerators: {type: A100, count: 9}}}`))
+	_, err = run(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: a, resources: {accelerators: {type: A100, count: 9}}}`))
 	assert.ErrorContains(t, err, "can never fit")
 	_, err = run(t, e, "u1", "job", "submit", "-f", filepath.Join(t.TempDir(), "missing.yaml"))
 	assert.ErrorContains(t, err, "read spec")
@@ -217,7 +217,7 @@ func TestSubmitErrorsSayWhy(t *testing.T) {
 // --wait prints the job's state changes until it runs.
 func TestSubmitWait(t *testing.T) {
 	e := apitest.NewEnv(t, "")
-	spec := file(t, `{kind: command, name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`)
+	spec := file(t, `{kind: command, command: [true], name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`)
 	type result struct {
 		out string
 		err error
@@ -256,7 +256,7 @@ func TestSubmitWait(t *testing.T) {
 		app := App()
 		app.Writer = &out
 		err := app.Run([]string{"coordinator", "--addr", e.URL(), "--token", e.Tokens["u1"], "-o", "json",
-			"job", "submit", "-f", file(t, `{kind: command, name: other, priority: low, resources: {cpu: "1"}}`), "--wait", "--interval", "1ms"})
+			"job", "submit", "-f", file(t, `{kind: command, command: [true], name: other, priority: low, resources: {cpu: "1"}}`), "--wait", "--interval", "1ms"})
 		done2 <- result{out.String(), err}
 	}()
 	require.Eventually(t, func() bool { return e.Store.Job("other-00002") != nil }, 10*time.Second, time.Millisecond)
@@ -308,7 +308,7 @@ func TestAdminCommands(t *testing.T) {
 	assert.NotContains(t, must(t, e, "u2", "pool", "list"), "public")
 
 	assert.Equal(t, "node v1 set: cpu=8 memory=32Gi\n", must(t, e, "admin", "node", "set", "-f", file(t, "name: v1\npool: vision\ncpu: 8\nmemory: 32Gi\n")))
-	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: service, name: web, project: perception, resources: {accelerators: {type: A100, count: 2}}}`))
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: service, command: [true], name: web, project: perception, resources: {accelerators: {type: A100, count: 2}}}`))
 	e.Store.Schedule(t, apitest.T0)
 	assert.Equal(t, ""+
 		"NAME  CLUSTER  POOL        STATE  CPU    MEMORY       ACCELERATORS  DEVICES  QUARANTINED  TASKS  TAGS\n"+

@@ -15,7 +15,7 @@ import (
 
 func TestEventsCommands(t *testing.T) {
 	e := apitest.NewEnv(t, "")
-	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
 	e.Store.Schedule(t, apitest.T0)
 	e.Store.Report(t, "batch-00001-0-a0", structs.TaskRunning, apitest.T0)
 	must(t, e, "u1", "job", "cancel", "batch-00001")
@@ -58,7 +58,7 @@ func TestEventsCommands(t *testing.T) {
 // and each task; -o json carries RFC 3339 times and spec-style durations.
 func TestTimeColumns(t *testing.T) {
 	e := apitest.NewEnv(t, "")
-	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, name: two, priority: low, replicas: 2, resources: {cpu: "1", memory: 1Gi}}`))
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: two, priority: low, replicas: 2, resources: {cpu: "1", memory: 1Gi}}`))
 	e.Store.Schedule(t, apitest.T0)
 	e.Store.Report(t, "two-00001-0-a0", structs.TaskRunning, apitest.T0.Add(10*time.Second))
 	e.Store.Report(t, "two-00001-1-a0", structs.TaskRunning, apitest.T0.Add(10*time.Second))

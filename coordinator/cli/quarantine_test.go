@@ -16,7 +16,7 @@ import (
 // node list shows quarantined accelerators; node release returns them.
 func TestNodeRelease(t *testing.T) {
 	e := apitest.NewEnv(t, "")
-	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, name: gpu, resources: {accelerators: {type: A100, count: 2}}}`))
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: gpu, resources: {accelerators: {type: A100, count: 2}}}`))
 	e.Store.Schedule(t, apitest.T0)
 	var tk *structs.Task
 	e.Store.Read(func(s *state.State) {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/daemon"
@@ -50,6 +51,7 @@ func commonServerFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "real-gpus", Usage: "local backend: the machine's GPUs are the nodes' (atom checks them with NVML); default: simulated accelerators"},
 		&cli.StringSliceFlag{Name: "simulated-gpu-fault", Usage: "local backend: NODE=INDEX:KIND[,INDEX:KIND...], simulated faults of a node's accelerators for atom's preflight to find; KIND is ecc or retired-pages, INDEX an accelerator of NODE from 0 (repeat the flag for other nodes)"},
 		&cli.StringFlag{Name: "plugin-dir", EnvVars: []string{"ATOM_PLUGIN_DIR"}, Usage: "local backend: directory of job-type plugins (atom-plugin-KIND), passed to tasks as ATOM_PLUGIN_DIR (default: $ATOM_PLUGIN_DIR; none: atom's default, /app/plugins)"},
+		&cli.StringSliceFlag{Name: "job-kind", Usage: "a job kind beyond mpi, spark, service and command that tasks have a plugin for (atom-plugin-KIND) in their images; --plugin-dir's count already (repeat); jobs of other kinds are refused"},
 		&cli.StringFlag{Name: "atom", Usage: "atom binary to run each task under (default: atom next to this binary, if there); \"none\" runs commands bare"},
 		&cli.StringFlag{Name: "kube-image", Usage: "kubernetes clusters: image of task Pods whose job names none, with /app/atom as entrypoint (a cluster's image: overrides it)"},
 		&cli.BoolFlag{Name: "kube-heartbeat-pods", Usage: "kubernetes clusters: the coordinator heartbeats for every Running task Pod, for clusters where no atom runs in them (kwok's); a cluster's heartbeatPods: true sets it for that one"},
@@ -301,6 +303,12 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 	}
 	if err := kubeFlags(c, &cfg); err != nil {
 		return cfg, err
+	}
+	for _, k := range c.StringSlice("job-kind") {
+		if errs := validation.IsDNS1035Label(k); len(errs) > 0 {
+			return cfg, usagef("--job-kind %q: use a job kind (a DNS-1035 label: lowercase, starting with a letter): %s", k, strings.Join(errs, "; "))
+		}
+		cfg.JobKinds = append(cfg.JobKinds, structs.JobKind(k))
 	}
 	if dir := c.String("plugin-dir"); dir != "" {
 		// Tasks run in directories of their own: a relative path would

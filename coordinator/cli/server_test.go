@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/urfave/cli/v2"
 
 	"github.com/atom-sched/atom/coordinator/daemon"
@@ -117,4 +119,12 @@ func TestPluginDirFlag(t *testing.T) {
 	cfg, err = serverConfig(t)
 	require.NoError(t, err)
 	assert.Empty(t, cfg.PluginDir)
+}
+
+func TestJobKindFlag(t *testing.T) {
+	cfg, err := serverConfig(t, "--job-kind", "ray", "--job-kind", "horovod")
+	require.NoError(t, err)
+	assert.Equal(t, []structs.JobKind{"ray", "horovod"}, cfg.JobKinds)
+	_, err = serverConfig(t, "--job-kind", "Ray")
+	assert.ErrorContains(t, err, `--job-kind "Ray": use a job kind (a DNS-1035 label: lowercase, starting with a letter)`)
 }

@@ -45,7 +45,7 @@ func TestTopologyCommands(t *testing.T) {
 	assert.Contains(t, out, `"domains": [`)
 	assert.Contains(t, out, `"level": "topology.kubernetes.io/zone"`)
 
-	gang := `{kind: mpi, name: %s, replicas: %d, resources: {accelerators: {type: A100, count: 8}}, topology: {%s: %s}}`
+	gang := `{kind: mpi, command: [true], name: %s, replicas: %d, resources: {accelerators: {type: A100, count: 8}}, topology: {%s: %s}}`
 	assert.Equal(t, "job a-00001 submitted: Pending\n", must(t, e, "u1", "job", "submit", "-f", file(t, fmt.Sprintf(gang, "a", 2, "required", "rack"))))
 	e.Store.Schedule(t, apitest.T0)
 	var nodes []structs.NodeID

@@ -14,7 +14,7 @@ import (
 // ended otherwise, 2 usage, 3 timed out.
 func TestJobWait(t *testing.T) {
 	e := apitest.NewEnv(t, "")
-	spec := file(t, `{kind: command, name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`)
+	spec := file(t, `{kind: command, command: [true], name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`)
 	must(t, e, "u1", "job", "submit", "-f", spec)
 	wait := func(args ...string) (string, int) {
 		t.Helper()
@@ -59,7 +59,7 @@ func TestJobWait(t *testing.T) {
 	assert.Equal(t, "job batch-00002 cancelled, so it will not be complete", out)
 
 	// Usage errors, and a job that does not exist.
-	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: service, name: web, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: service, command: [true], name: web, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
 	out, code = wait("--for", "complete", "web-00003")
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "job web-00003 is a service: it runs until cancelled, so it never completes: wait --for running", out)

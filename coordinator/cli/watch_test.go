@@ -32,7 +32,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // or changed, in the table's columns, until interrupted.
 func TestJobListWatch(t *testing.T) {
 	e := apitest.NewEnv(t, "")
-	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, name: a, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: a, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
 
 	var out syncBuffer
 	app := App()
@@ -48,7 +48,7 @@ func TestJobListWatch(t *testing.T) {
 	require.Eventually(t, lines(2), 5*time.Second, 5*time.Millisecond)
 	e.Store.Schedule(t, apitest.T0)
 	require.Eventually(t, lines(3), 5*time.Second, 5*time.Millisecond)
-	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, name: longer-name, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: longer-name, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
 	e.Store.Report(t, "a-00001-0-a0", structs.TaskRunning, apitest.T0)
 	require.Eventually(t, lines(5), 5*time.Second, 5*time.Millisecond)
 	cancel()

@@ -26,6 +26,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/coordinator/ui"
+	"github.com/atom-sched/atom/pkg/plugin/plugindir"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -76,6 +77,11 @@ type Config struct {
 	// PluginDir, if set, is passed to every task as ATOM_PLUGIN_DIR: where
 	// atom finds external job-type plugins (atom-plugin-KIND).
 	PluginDir string
+	// JobKinds are the job kinds beyond the built-ins and the plugins of
+	// PluginDir (or atom's default directory) that tasks have plugins
+	// for: those of the images of kubernetes clusters. A job of any
+	// other kind is refused at submit.
+	JobKinds []structs.JobKind
 	// KubeImage is the image of a kubernetes cluster's task Pods whose
 	// job names none; KubeHeartbeatPods makes the coordinator heartbeat
 	// for every Running task Pod, for clusters where no atom runs inside
@@ -221,7 +227,7 @@ func Start(cfg Config) (*Daemon, error) {
 	mux := http.NewServeMux()
 	fw.internal(mux)
 	fresh := &freshReads{f: fw, next: api.New(fw, api.Config{Tokens: cfg.Tokens, Metrics: srv.Metrics(), Logs: fw.logSource(run, be, cfg.Server.ID), Volumes: volumesOf(be),
-		PodTokens: podTokensOf(be), Keyring: cfg.Keyring})}
+		PodTokens: podTokensOf(be), Keyring: cfg.Keyring, PluginKinds: pluginKinds(cfg)})}
 	probes(mux, fw, fresh)
 	mux.HandleFunc("GET "+pathLogs+"{id}", fw.auth(fw.serveLogs(run)))
 	mux.Handle("/", fresh)
@@ -325,6 +331,21 @@ func (d *Daemon) stopLocalTasks() {
 		return
 	}
 	d.log.Info("requeued the work this server ran: it runs again when a coordinator schedules", "tasks", len(evs))
+}
+
+// pluginKinds lists the job kinds of cfg.JobKinds and of the plugins in
+// the directory local tasks' atom looks in, read again at each call
+// (plugins may be added while the coordinator runs).
+func pluginKinds(cfg Config) func() []structs.JobKind {
+	dir := cmp.Or(cfg.PluginDir, plugindir.Default)
+	return func() []structs.JobKind {
+		out := slices.Clone(cfg.JobKinds)
+		for k := range plugindir.Plugins(dir) {
+			out = append(out, structs.JobKind(k))
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
 }
 
 // localNode reports whether node is one of a local cluster's, whose

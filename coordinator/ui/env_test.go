@@ -156,7 +156,7 @@ func cmpOr(a, b string) string {
 }
 
 const (
-	webSpec = `{kind: service, name: web, project: perception, replicas: 2, minAvailable: 1, resources: {accelerators: {type: A100, count: 1}}}`
+	webSpec = `{kind: service, command: [true], name: web, project: perception, replicas: 2, minAvailable: 1, resources: {accelerators: {type: A100, count: 1}}}`
 	lowSpec = `{kind: command, name: batch, priority: low, command: [sleep, "1"], resources: {cpu: "1", memory: 1Gi}}`
 )
 

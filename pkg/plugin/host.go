@@ -15,11 +15,13 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/atom-sched/atom/pkg/plugin/plugindir"
 )
 
 // BinaryPrefix names external job-type plugins: atom-plugin-KIND in the
 // plugin directory.
-const BinaryPrefix = "atom-plugin-"
+const BinaryPrefix = plugindir.Prefix
 
 // Loader finds and starts job types for atom.
 type Loader struct {
@@ -77,10 +79,7 @@ func killGroup(cmd *exec.Cmd) {
 }
 
 // ExecutablePlugin reports whether path is an executable regular file.
-func ExecutablePlugin(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
+func ExecutablePlugin(path string) bool { return plugindir.Executable(path) }
 
 // ErrUnknownKind: no built-in or external plugin runs this kind.
 var ErrUnknownKind = errors.New("unknown job kind")

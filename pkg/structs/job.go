@@ -1,6 +1,9 @@
 package structs
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +18,33 @@ const (
 	KindService JobKind = "service" // long-running replicas; minAvailable first
 	KindCommand JobKind = "command" // plain command; a gang when replicas > 1
 )
+
+// BuiltinKinds are the kinds atom runs without a plugin of its own.
+var BuiltinKinds = []JobKind{KindMPI, KindSpark, KindService, KindCommand}
+
+// CheckRunnable refuses a job that every one of its tasks would fail
+// with: a kind neither built in nor in plugins (the kinds the
+// coordinator's tasks have plugins for), or a command, service or MPI
+// job without the command it runs. The spec allows both (a plugin's
+// kind; a command added later): the coordinator that takes the job
+// checks them, so that a job accepted is a job that can run.
+func CheckRunnable(j *Job, plugins []JobKind) error {
+	if !slices.Contains(BuiltinKinds, j.Kind) && !slices.Contains(plugins, j.Kind) {
+		have := "this coordinator has none: an admin adds them with --plugin-dir or --job-kind"
+		if len(plugins) > 0 {
+			names := make([]string, len(plugins))
+			for i, k := range plugins {
+				names[i] = string(k)
+			}
+			have = "this coordinator's are " + strings.Join(names, ", ")
+		}
+		return bad("kind", string(j.Kind), "use mpi, spark, service or command, or a plugin's kind (%s)", have)
+	}
+	if len(j.Command) == 0 && (j.Kind == KindCommand || j.Kind == KindService || j.Kind == KindMPI) {
+		return &FieldError{Field: "command", Msg: fmt.Sprintf("is required for kind %s: give the program and its arguments, e.g. command: [python, train.py] (args only adds to it)", j.Kind)}
+	}
+	return nil
+}
 
 // IsGang reports whether a job of this kind with n replicas must start all
 // replicas together or none.
