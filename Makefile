@@ -172,6 +172,8 @@ deps-spark:
 		echo '$(SPARK_PIP_PINS)' > '$(ATOM_SPARK_VENV)/.installed' || \
 		{ echo "deps-spark: pip install $(SPARK_PIP_PINS) into $(ATOM_SPARK_VENV) failed" >&2; exit 1; }; \
 	fi
+	@echo "deps-spark: Spark $(SPARK_VERSION) is in $(ATOM_SPARK_VENV); for spark-submit, and for local Spark jobs (start coordinator dev after it):"
+	@echo "  export PATH=$(ATOM_SPARK_VENV)/bin:\$$PATH"
 
 # Sequential read of a 256 MiB file through the cache's FUSE mount vs plain
 # go-redis GETs of the same chunks, round by round; key=value lines, the

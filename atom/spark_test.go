@@ -95,5 +95,5 @@ func TestSparkDriverFailureReason(t *testing.T) {
 	j, _ = run("no-spark", "/usr/bin:/bin")
 	assert.Equal(t, structs.JobFailed, j.State)
 	assert.Equal(t, "replica 0 failed with exit code 4: job type spark: spark-submit is not on PATH and SPARK_HOME is unset: "+
-		"install Spark (pip install pyspark) and put its bin on PATH, or set SPARK_HOME in the job's env", j.Reason)
+		"install Spark where the driver runs and put its bin on PATH (from atom's checkout: make deps-spark, which prints the line to export; then restart coordinator dev), run an image with Spark, or set SPARK_HOME in the job's env", j.Reason)
 }

@@ -41,7 +41,7 @@ func TestPrepareFillsInThePodIP(t *testing.T) {
 	local := task
 	local.Env = map[string]string{"ATOM_POD_IP": "127.0.0.1", "PATH": "/nowhere:/usr/bin"}
 	_, err = spark.New().Prepare(context.Background(), "v1", local)
-	assert.EqualError(t, err, "spark-submit is not on PATH and SPARK_HOME is unset: install Spark (pip install pyspark) and put its bin on PATH, or set SPARK_HOME in the job's env",
+	assert.EqualError(t, err, "spark-submit is not on PATH and SPARK_HOME is unset: install Spark where the driver runs and put its bin on PATH (from atom's checkout: make deps-spark, which prints the line to export; then restart coordinator dev), run an image with Spark, or set SPARK_HOME in the job's env",
 		"no namespace: the local backend, whose driver runs Spark in local mode")
 
 	delete(task.Env, "ATOM_POD_IP")

@@ -149,7 +149,7 @@ func FindSparkSubmit(env map[string]string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("spark-submit is not on PATH and SPARK_HOME is unset: install Spark (pip install pyspark) and put its bin on PATH, or set SPARK_HOME in the job's env")
+	return "", errors.New("spark-submit is not on PATH and SPARK_HOME is unset: install Spark where the driver runs and put its bin on PATH (from atom's checkout: make deps-spark, which prints the line to export; then restart coordinator dev), run an image with Spark, or set SPARK_HOME in the job's env")
 }
 
 // PythonBeside returns the python3 in spark-submit's directory, if there

@@ -262,7 +262,7 @@ resources: {cpu: 1, memory: 512Mi}
 		j, _ := ended(t, c, noSpark)
 		require.Equal(t, structs.JobFailed, j.State)
 		assert.Equal(t, "replica 0 failed with exit code 4: job type spark: spark-submit is not on PATH and SPARK_HOME is unset: "+
-			"install Spark (pip install pyspark) and put its bin on PATH, or set SPARK_HOME in the job's env", j.Reason)
+			"install Spark where the driver runs and put its bin on PATH (from atom's checkout: make deps-spark, which prints the line to export; then restart coordinator dev), run an image with Spark, or set SPARK_HOME in the job's env", j.Reason)
 	})
 	t.Run("lidar", func(t *testing.T) {
 		j, log := ended(t, c, lidar)
