@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/pkg/wire"
 )
@@ -31,13 +32,12 @@ func scopeParam(r *http.Request) (structs.Scope, error) {
 	return structs.Scope(raw), nil
 }
 
-func quotaStatus(st *state.State, scope structs.Scope) wire.QuotaStatus {
-	q := wire.QuotaStatus{Scope: scope, Limits: st.Quotas[scope].Clone(), Usage: st.Usage[scope].Clone()}
-	return q
+func quotaStatus(st *state.State, scope structs.Scope, fs sched.Standing) wire.QuotaStatus {
+	return wire.QuotaStatus{Scope: scope, Limits: st.Quotas[scope].Clone(), Usage: st.Usage[scope].Clone(), FairShare: fs}
 }
 
-// listQuotas: GET /v1/quotas: every scope with a quota or usage that the
-// caller may read.
+// listQuotas: GET /v1/quotas: every scope with a quota, quota usage or
+// fair-share usage that the caller may read.
 func (s *server) listQuotas(_ http.ResponseWriter, _ *http.Request, c caller) (int, any, error) {
 	out := wire.QuotaList{Quotas: []wire.QuotaStatus{}}
 	s.store.Read(func(st *state.State) {
@@ -49,10 +49,18 @@ func (s *server) listQuotas(_ http.ResponseWriter, _ *http.Request, c caller) (i
 		for k := range st.Usage {
 			scopes[k] = true
 		}
+		for k := range st.FairUsage.Scopes {
+			scopes[k] = true
+		}
+		var seen []structs.Scope
 		for _, sc := range slices.Sorted(maps.Keys(scopes)) {
 			if c.canSeeScope(sc, mine) {
-				out.Quotas = append(out.Quotas, quotaStatus(st, sc))
+				seen = append(seen, sc)
 			}
+		}
+		fs := st.Standings(s.clock(), seen...)
+		for _, sc := range seen {
+			out.Quotas = append(out.Quotas, quotaStatus(st, sc, fs[sc]))
 		}
 	})
 	return http.StatusOK, out, nil
@@ -69,7 +77,7 @@ func (s *server) getQuota(_ http.ResponseWriter, r *http.Request, c caller) (int
 	allowed := false
 	s.store.Read(func(st *state.State) {
 		if allowed = c.canSeeScope(scope, projects(st, c.user)); allowed {
-			out = quotaStatus(st, scope)
+			out = quotaStatus(st, scope, st.Standings(s.clock(), scope)[scope])
 		}
 	})
 	if !allowed {
@@ -99,7 +107,7 @@ func (s *server) putQuota(_ http.ResponseWriter, r *http.Request, _ caller) (int
 		return 0, nil, err
 	}
 	var out wire.QuotaStatus
-	s.store.Read(func(st *state.State) { out = quotaStatus(st, scope) })
+	s.store.Read(func(st *state.State) { out = quotaStatus(st, scope, st.Standings(s.clock(), scope)[scope]) })
 	return http.StatusOK, out, nil
 }
 

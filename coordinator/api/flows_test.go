@@ -17,6 +17,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/api/apitest"
 	"github.com/atom-sched/atom/coordinator/fsm"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/pkg/wire"
 )
@@ -194,7 +195,9 @@ func TestWhy(t *testing.T) {
 	status, body := do(t, e, e.Tokens["u1"], "GET", "/v1/jobs/ib-1/why", "")
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, wire.WhyResponse{Job: "ib-1", State: structs.JobPending, Pending: true,
-		Message: "pending: the scheduler has not looked at this job yet"}, decode[wire.WhyResponse](t, body))
+		Message: "pending: the scheduler has not looked at this job yet",
+		Queue: &sched.QueuePlace{Place: 1, Of: 1, Priority: structs.PriorityLow, Pool: structs.PublicPool, Scope: "user:u1",
+			Standing: sched.Standing{Weight: 1, Share: 1}}}, decode[wire.WhyResponse](t, body))
 
 	e.Store.Schedule(t, apitest.T0)
 	status, body = do(t, e, e.Tokens["u1"], "GET", "/v1/jobs/ib-1/why", "")
@@ -228,8 +231,8 @@ func TestJobStatusAndAdminRoundTrips(t *testing.T) {
 	admin := e.Tokens["admin"]
 	status, body = do(t, e, admin, "PUT", "/v1/quotas/user:u2", "scope: user:u2\nlimits: {cpu: 8, gpu/A100: 2}\n")
 	require.Equal(t, http.StatusOK, status, body)
-	assert.Equal(t, wire.QuotaStatus{Scope: "user:u2", Limits: structs.ResourceList{"cpu": 8000, "gpu/A100": 2}, Usage: structs.ResourceList{}},
-		decode[wire.QuotaStatus](t, body))
+	assert.Equal(t, wire.QuotaStatus{Scope: "user:u2", Limits: structs.ResourceList{"cpu": 8000, "gpu/A100": 2}, Usage: structs.ResourceList{},
+		FairShare: sched.Standing{Weight: 1, Share: 0.5}}, decode[wire.QuotaStatus](t, body), "one scope with jobs competes; u2 is counted with it")
 	status, body = do(t, e, e.Tokens["u2"], "GET", "/v1/quotas/user:u2", "")
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, int64(2), decode[wire.QuotaStatus](t, body).Limits["gpu/A100"])

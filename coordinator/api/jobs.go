@@ -239,6 +239,11 @@ func (s *server) whyJob(_ http.ResponseWriter, r *http.Request, c caller) (int, 
 	}
 	j := js.Job
 	out := wire.WhyResponse{Job: j.ID, State: j.State, Why: s.store.Why(j.ID)}
+	if out.Why != nil || j.State == structs.JobPending || j.Kind == structs.KindService {
+		var view *state.State
+		s.store.Read(func(st *state.State) { view = st.Clone() }) // ordered outside the lock
+		out.Queue = view.QueuePlace(j.ID, s.clock())
+	}
 	switch {
 	case out.Why != nil:
 		out.Pending = true

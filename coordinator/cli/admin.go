@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"sigs.k8s.io/yaml"
 
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/pkg/wire"
@@ -20,8 +24,12 @@ func quotaCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{Name: "get", Usage: "show a scope's limits and usage", ArgsUsage: "SCOPE", Flags: []cli.Flag{outputFlag()}, Action: quotaGet},
 			{Name: "list", Usage: "show every quota you may read", Flags: []cli.Flag{outputFlag()}, Action: quotaList},
-			{Name: "set", Usage: "set a scope's limits from a quota spec (admins)", UsageText: "coordinator quota set -f FILE",
-				Flags: []cli.Flag{fileFlag("the quota spec (scope, limits)"), outputFlag()}, Action: quotaSet},
+			{Name: "set", Usage: "set a scope's limits and fair-share weight from a quota spec, or only its weight (admins)",
+				UsageText: "coordinator quota set -f FILE [--weight W]\n   coordinator quota set --weight W SCOPE",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "the quota spec (scope, limits, weight) in YAML or JSON (- for standard input)"},
+					&cli.Float64Flag{Name: "weight", Usage: "the scope's fair-share weight (default 1): replaces the spec's, or, without -f, keeps the scope's limits"},
+					outputFlag()}, Action: quotaSet},
 		},
 	}
 }
@@ -125,13 +133,82 @@ func printQuotas(w io.Writer, qs []wire.QuotaStatus) {
 		}
 	}
 	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tab(w)
+	row(tw, "SCOPE", "WEIGHT", "FAIR SHARE", "USAGE (DECAYED)", "OF ALL USAGE", "POSITION")
+	for _, q := range qs {
+		f := q.FairShare
+		row(tw, q.Scope, strconv.FormatFloat(f.Weight, 'g', -1, 64), pct(f.Share), gpuHours(f.Usage), pct(f.UsageShare), pct(f.Position))
+	}
+	tw.Flush()
 }
 
-func quotaSet(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
+// withWeight returns quota spec with its weight replaced by w.
+func withWeight(spec []byte, w float64) ([]byte, error) {
+	j, err := yaml.YAMLToJSON(spec)
+	if err != nil {
+		return nil, fmt.Errorf("read quota spec: %w", err)
 	}
-	spec, err := readSpec(c)
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil || m == nil {
+		return nil, errors.New("read quota spec: it is not a mapping: write scope, limits and weight")
+	}
+	m["weight"] = w
+	return json.Marshal(m)
+}
+
+// weightOnly is a quota spec for scope with its current limits and
+// weight w.
+func weightOnly(c *cli.Context, scope structs.Scope, w float64) ([]byte, error) {
+	q, err := newClient(c).Quota(c.Context, scope)
+	if err != nil {
+		return nil, err
+	}
+	limits := map[string]string{}
+	for k, v := range q.Limits {
+		limits[string(k)] = strconv.FormatInt(v, 10)
+		if k == structs.KeyCPU {
+			limits[string(k)] += "m"
+		}
+	}
+	return json.Marshal(map[string]any{"scope": scope, "limits": limits, "weight": w})
+}
+
+// gpuHours writes GPU-seconds as GPU-hours: "2.5 GPU-h", "340 GPU-h".
+func gpuHours(s float64) string {
+	prec := 1
+	if s >= 100*3600 {
+		prec = 0
+	}
+	return strconv.FormatFloat(s/3600, 'f', prec, 64) + " GPU-h"
+}
+
+// pct writes a fraction as a whole percentage.
+func pct(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
+
+func quotaSet(c *cli.Context) error {
+	var spec []byte
+	var err error
+	switch {
+	case c.IsSet("file"):
+		if err := noArgs(c); err != nil {
+			return err
+		}
+		if spec, err = readSpec(c); err != nil {
+			return err
+		}
+		if c.IsSet("weight") {
+			spec, err = withWeight(spec, c.Float64("weight"))
+		}
+	case c.IsSet("weight"):
+		a, aerr := args(c, "SCOPE")
+		if aerr != nil {
+			return aerr
+		}
+		spec, err = weightOnly(c, structs.Scope(a[0]), c.Float64("weight"))
+	default:
+		return usagef("usage: %s: give the quota spec (-f FILE), or --weight W and the scope", c.Command.HelpName)
+	}
 	if err != nil {
 		return err
 	}

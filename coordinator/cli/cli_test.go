@@ -16,6 +16,7 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/api/apitest"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/pkg/wire"
 )
@@ -274,7 +275,10 @@ func TestAdminCommands(t *testing.T) {
 		"SCOPE    RESOURCE  USED  LIMIT\n"+
 		"user:u1  cpu       0     32\n"+
 		"user:u1  gpu/A100  0     8\n"+
-		"user:u1  memory    0     128Gi\n",
+		"user:u1  memory    0     128Gi\n"+
+		"\n"+
+		"SCOPE    WEIGHT  FAIR SHARE  USAGE (DECAYED)  OF ALL USAGE  POSITION\n"+
+		"user:u1  1       100%        0.0 GPU-h        0%            0%\n",
 		must(t, e, "u1", "quota", "get", "user:u1"))
 	_, err := run(t, e, "u1", "quota", "get", "user:u2")
 	assert.ErrorContains(t, err, "may read the quota of user:u1")
@@ -283,7 +287,8 @@ func TestAdminCommands(t *testing.T) {
 	out := must(t, e, "u2", "quota", "list", "-o", "json")
 	var ql wire.QuotaList
 	require.NoError(t, json.Unmarshal([]byte(out), &ql))
-	assert.Equal(t, []wire.QuotaStatus{{Scope: "user:u2", Limits: structs.ResourceList{"cpu": 8000, "gpu/A100": 2}, Usage: structs.ResourceList{}}}, ql.Quotas)
+	assert.Equal(t, []wire.QuotaStatus{{Scope: "user:u2", Limits: structs.ResourceList{"cpu": 8000, "gpu/A100": 2}, Usage: structs.ResourceList{},
+		FairShare: sched.Standing{Weight: 1, Share: 1}}}, ql.Quotas)
 
 	_, err = run(t, e, "u1", "pool", "set", "-f", file(t, "name: vision\nproject: vision\n"))
 	assert.ErrorContains(t, err, "is for admins")

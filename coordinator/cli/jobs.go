@@ -418,6 +418,9 @@ func jobWhy(c *cli.Context) error {
 	}
 	return show(c, why, func(w io.Writer) {
 		fmt.Fprintf(w, "%s: %s\n%s\n", why.Job, why.State, why.Message)
+		if why.Queue != nil {
+			fmt.Fprintf(w, "queue: %s\n", why.Queue)
+		}
 		if why.Why == nil || len(why.Why.Filtered) == 0 {
 			return
 		}

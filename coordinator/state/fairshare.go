@@ -118,3 +118,92 @@ func (s *State) Weight(scope structs.Scope) float64 {
 func (s *State) FairShareOrder(jobs map[structs.JobID]*structs.Job) *sched.FairShare {
 	return sched.Positions(&s.FairUsage, s.Weight, jobs, s.FairShare.AgingOrDefault())
 }
+
+// competing returns the scopes that compete for fair share now (have a
+// job that has not ended), and per project its members that do.
+func (s *State) competing() (map[structs.Scope]bool, map[structs.ProjectID]map[structs.UserID]bool) {
+	scopes := map[structs.Scope]bool{}
+	members := map[structs.ProjectID]map[structs.UserID]bool{}
+	for _, j := range s.Jobs {
+		if j.State.Ended() {
+			continue
+		}
+		scopes[j.ChargeScope()] = true
+		if j.Project != "" {
+			if members[j.Project] == nil {
+				members[j.Project] = map[structs.UserID]bool{}
+			}
+			members[j.Project][j.Owner] = true
+		}
+	}
+	return scopes, members
+}
+
+// Standings returns the fair-share standing of each of scopes among the
+// scopes that compete now, a scope that does not being counted among
+// them as if it did; usage as of now.
+func (s *State) Standings(now time.Time, scopes ...structs.Scope) map[structs.Scope]sched.Standing {
+	live, _ := s.competing()
+	base := sched.Standings(s.FairUsage.Scopes, s.Weight, live)
+	out := make(map[structs.Scope]sched.Standing, len(scopes))
+	for _, sc := range scopes {
+		st, ok := base[sc]
+		if !ok {
+			with := maps.Clone(live)
+			with[sc] = true
+			st = sched.Standings(s.FairUsage.Scopes, s.Weight, with)[sc]
+		}
+		st.Usage = s.FairUsage.AsOf(s.FairShare, st.Usage, now)
+		out[sc] = st
+	}
+	return out
+}
+
+// QueuePlace returns job id's place in the scheduler's order at now
+// among the jobs of its priority waiting to start in the same pool,
+// and its scope's standing; nil when it is not waiting for replicas.
+func (s *State) QueuePlace(id structs.JobID, now time.Time) *sched.QueuePlace {
+	j := s.Jobs[id]
+	if j == nil {
+		return nil
+	}
+	live := s.liveCount()
+	waits := func(j *structs.Job) bool {
+		return j.State == structs.JobPending ||
+			(j.Kind == structs.KindService && !j.State.Ended() && live[j.ID] < j.ShapeAt(j.Shape).Replicas)
+	}
+	if !waits(j) {
+		return nil
+	}
+	pools := map[structs.ProjectID]structs.PoolID{}
+	for _, p := range s.Pools {
+		pools[p.Project] = p.Name
+	}
+	home := homePool(j, pools)
+	var same []*structs.Job
+	for _, o := range s.Jobs {
+		if o.Priority == j.Priority && waits(o) && homePool(o, pools) == home {
+			same = append(same, o)
+		}
+	}
+	sched.Order(same, s.FairShareOrder(s.Jobs), now)
+	q := &sched.QueuePlace{Place: slices.Index(same, j) + 1, Of: len(same), Priority: j.Priority, Pool: home, Scope: j.ChargeScope()}
+	q.Standing = s.Standings(now, q.Scope)[q.Scope]
+	if j.Project != "" {
+		_, members := s.competing()
+		m := sched.Standings(s.FairUsage.Members[j.Project], func(u structs.UserID) float64 { return s.Weight(structs.UserScope(u)) }, members[j.Project])[j.Owner]
+		m.Usage = s.FairUsage.AsOf(s.FairShare, m.Usage, now)
+		q.Member, q.MemberStanding = j.Owner, &m
+	}
+	return q
+}
+
+// homePool is the pool job j starts in: its project's pool (pools: by
+// project), if it has one and j is not low priority; else the public
+// pool.
+func homePool(j *structs.Job, pools map[structs.ProjectID]structs.PoolID) structs.PoolID {
+	if p, ok := pools[j.Project]; ok && j.Project != "" && j.Priority != structs.PriorityLow {
+		return p
+	}
+	return structs.PublicPool
+}

@@ -183,6 +183,7 @@ func TestQueue(t *testing.T) {
 	e.store.Schedule(t, apitest.T0)
 	body := e.page(t, "u1", "/ui/queue")
 	assert.Equal(t, []string{"later-1", "low-1"}, ids(body), "normal before low: big-1 was placed")
+	assert.Contains(t, body, "<td>user:u1 at 0%</td>", "the fair-share column")
 	assert.Contains(t, body, "can never fit")
 	assert.Contains(t, body, "1 normal</span> (longest wait 1h00m)")
 	job := e.page(t, "u1", "/ui/jobs/low-1")
@@ -202,6 +203,7 @@ func TestQuotas(t *testing.T) {
 	assert.Contains(t, body, "<h2>user:u1 <a class=\"muted\" href=\"/ui/queue\">1 pending</a></h2>")
 	assert.Regexp(t, `<td>gpu/A100</td>.*\n\s*<td class="num">4</td><td class="num">2</td><td class="num">6</td><td class="num">8</td>\s*<td class="num">75%</td>`, body)
 	assert.NotContains(t, body, "user:u2", "another user's quota is not shown")
+	assert.Contains(t, body, "Fair share: weight 1, 100% of the weights of the scopes waiting or running; usage 0.0 GPU-hours (decayed), 0% of theirs: at 0% of its share")
 	assert.Contains(t, e.page(t, "admin", "/ui/quotas"), "user:u2")
 }
 

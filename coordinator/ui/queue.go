@@ -1,10 +1,8 @@
 package ui
 
 import (
-	"cmp"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,37 +26,42 @@ func pendingSince(j *structs.Job) time.Time {
 	return j.SubmitTime
 }
 
-// queueOrder is the scheduler's order (pkg/sched): higher priority first,
-// then longest waiting, then ID.
-func queueOrder(a, b *structs.Job) int {
-	if a.Priority != b.Priority {
-		return int(b.Priority) - int(a.Priority)
-	}
-	return cmp.Or(pendingSince(a).Compare(pendingSince(b)), cmp.Compare(a.ID, b.ID))
-}
-
-// queued is the queue in the scheduler's order: every job that wants
-// replicas placed (pending jobs, services short of replicas), each with
-// its place among all of them, and whether u may see it.
+// queued is the queue in the scheduler's order (sched.Order): every job
+// that wants replicas placed (pending jobs, services short of replicas),
+// each with its place among all of them, and whether u may see it.
 type queued struct {
 	job     *structs.Job
 	place   int
 	visible bool
 }
 
-func (s *server) readQueue(u *session) []queued {
+func (s *server) readQueue(u *session, now time.Time) ([]queued, *sched.FairShare) {
 	var jobs []*structs.Job
 	var v api.Viewer
+	var fs *sched.FairShare
 	s.store.Read(func(st *state.State) {
 		v = api.ViewerOf(st, u.user)
 		jobs = st.Pending()
+		fs = st.FairShareOrder(st.Jobs)
 	})
-	slices.SortFunc(jobs, queueOrder)
+	sched.Order(jobs, fs, now)
 	out := make([]queued, len(jobs))
 	for i, j := range jobs {
 		out[i] = queued{job: j, place: i + 1, visible: v.Job(j)}
 	}
-	return out
+	return out, fs
+}
+
+// shareOf says where j's scope stands against its fair share ("user:u1
+// at 140%"), and for a project's job where its owner stands among the
+// project's members.
+func shareOf(j *structs.Job, fs *sched.FairShare) string {
+	sc := j.ChargeScope()
+	s := fmt.Sprintf("%s at %.0f%%", sc, fs.Scopes[sc]*100)
+	if j.Project != "" {
+		s += fmt.Sprintf("; %s at %.0f%% among its members", j.Owner, fs.Members[j.Project][j.Owner]*100)
+	}
+	return s
 }
 
 // whyView is a why-pending reason in words: the scheduler's message,
@@ -126,14 +129,13 @@ type queueView struct {
 	ByPriority    []prioritySummary
 	Rows          []queueRow
 	Pager         pager
-	Shares        bool // some row has a fair-share position
 }
 
 // queue: GET /ui/queue: the jobs the user may see that wait to be
 // placed, in the scheduler's order, with why each waits.
 func (s *server) queue(w http.ResponseWriter, r *http.Request, u *session) {
 	now := s.clock()
-	all := s.readQueue(u)
+	all, fs := s.readQueue(u, now)
 	var mine []queued
 	oldest := map[structs.Priority]time.Time{}
 	count := map[structs.Priority]int{}
@@ -167,7 +169,7 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request, u *session) {
 		v.Rows = append(v.Rows, queueRow{Place: rows[i].place, ID: string(j.ID), Name: j.Name, Owner: string(j.Owner),
 			Project: string(j.Project), Kind: string(j.Kind), Priority: j.Priority.String(), PriorityClass: priorityClass(j.Priority),
 			Asks:    fmt.Sprintf("%d × %s", sh.Replicas, perReplica(sh.Resources)),
-			Waiting: ago(pendingSince(j), now), Since: stamp(pendingSince(j)), Why: newWhyView(why, j)})
+			Waiting: ago(pendingSince(j), now), Since: stamp(pendingSince(j)), Share: shareOf(j, fs), Why: newWhyView(why, j)})
 	}
 	s.render(w, r, u, http.StatusOK, "queue", "Queue", v)
 }

@@ -40,6 +40,7 @@ type quotaScope struct {
 	Scope       string
 	PendingJobs int
 	Rows        []quotaRow
+	FairShare   string // its standing, in words
 }
 
 type quotasView struct {
@@ -61,6 +62,16 @@ func (s *server) quotas(w http.ResponseWriter, r *http.Request, u *session) {
 		for k := range st.Usage {
 			scopes[k] = view.Scope(k)
 		}
+		for k := range st.FairUsage.Scopes {
+			scopes[k] = view.Scope(k)
+		}
+		var seen []structs.Scope
+		for _, sc := range slices.Sorted(maps.Keys(scopes)) {
+			if scopes[sc] {
+				seen = append(seen, sc)
+			}
+		}
+		standings := st.Standings(s.clock(), seen...)
 		pending := map[structs.Scope]structs.ResourceList{}
 		jobs := map[structs.Scope]int{}
 		for _, j := range st.Jobs {
@@ -80,7 +91,10 @@ func (s *server) quotas(w http.ResponseWriter, r *http.Request, u *session) {
 			if !scopes[sc] {
 				continue
 			}
-			qs := quotaScope{Scope: string(sc), PendingJobs: jobs[sc]}
+			f := standings[sc]
+			qs := quotaScope{Scope: string(sc), PendingJobs: jobs[sc], FairShare: fmt.Sprintf(
+				"weight %g, %.0f%% of the weights of the scopes waiting or running; usage %.1f GPU-hours (decayed), %.0f%% of theirs: at %.0f%% of its share",
+				f.Weight, f.Share*100, f.Usage/3600, f.UsageShare*100, f.Position*100)}
 			limits, used := st.Quotas[sc], st.Usage[sc]
 			keys := map[structs.ResourceKey]bool{}
 			for k := range limits {

@@ -220,12 +220,8 @@ func (u *Usage) Accrue(f *structs.FairShare, now time.Time, held []Holding) {
 	}
 }
 
-// Scope returns s's usage as of t (decayed from At).
-func (u *Usage) Scope(f *structs.FairShare, s structs.Scope, t time.Time) float64 {
-	return u.asOf(f, u.Scopes[s], t)
-}
-
-func (u *Usage) asOf(f *structs.FairShare, v float64, t time.Time) float64 {
+// AsOf returns v, a figure of u, as of t (decayed from At).
+func (u *Usage) AsOf(f *structs.FairShare, v float64, t time.Time) float64 {
 	if v == 0 || !t.After(u.At) {
 		return v
 	}

@@ -3,6 +3,7 @@ package sched
 import (
 	"cmp"
 	"container/heap"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -185,4 +186,54 @@ func (h *queueHeap) Pop() any {
 	q := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return q
+}
+
+// Order sorts jobs into the order a cycle decides them in (order): the
+// API answers a job's place in the queue with it, and replays order as
+// the coordinator does.
+func Order(jobs []*structs.Job, fs *FairShare, now time.Time) { order(jobs, fs, now) }
+
+// QueuePlace is a pending job's place in the scheduler's order, among
+// the pending jobs of its priority that start in the same pool (its
+// project's pool, or the public pool), and its scope's fair-share
+// standing.
+type QueuePlace struct {
+	Place    int              `json:"place"` // 1: tried first
+	Of       int              `json:"of"`
+	Priority structs.Priority `json:"priority"`
+	Pool     structs.PoolID   `json:"pool"`
+	Scope    structs.Scope    `json:"scope"`
+	// Standing is the scope's; Member and MemberStanding, for a
+	// project's job, its owner's among the project's members.
+	Standing       Standing       `json:"standing"`
+	Member         structs.UserID `json:"member,omitempty"`
+	MemberStanding *Standing      `json:"memberStanding,omitempty"`
+}
+
+// String says it in words: "3rd of 12 normal jobs waiting in public;
+// user:alice is at 140% of its fair share".
+func (q QueuePlace) String() string {
+	s := fmt.Sprintf("%s of %d %s jobs waiting in %s; %s is at %s of its fair share",
+		ordinal(q.Place), q.Of, q.Priority, q.Pool, q.Scope, percent(q.Standing.Position))
+	if q.MemberStanding != nil {
+		s += fmt.Sprintf(", %s at %s of theirs among its members", q.Member, percent(q.MemberStanding.Position))
+	}
+	return s
+}
+
+func percent(p float64) string { return fmt.Sprintf("%.0f%%", p*100) }
+
+// ordinal writes 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st.
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }

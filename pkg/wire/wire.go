@@ -69,6 +69,9 @@ type WhyResponse struct {
 	// pending", or that the scheduler has not looked at the job yet.
 	Message string     `json:"message"`
 	Why     *sched.Why `json:"why,omitempty"`
+	// Queue is the job's place in the scheduler's order and its scope's
+	// fair-share standing, while it waits.
+	Queue *sched.QueuePlace `json:"queue,omitempty"`
 }
 
 // ScaleRequest is the body of POST /v1/jobs/{id}/scale.
@@ -84,6 +87,11 @@ type QuotaStatus struct {
 	Scope  structs.Scope        `json:"scope"`
 	Limits structs.ResourceList `json:"limits"`
 	Usage  structs.ResourceList `json:"usage"`
+	// FairShare is the scope's fair-share standing: its weight, its
+	// usage in GPU-seconds decayed to now, and its share of the usage
+	// and of the weights of the scopes that compete now (those with jobs
+	// that have not ended; the scope counted among them).
+	FairShare sched.Standing `json:"fairShare"`
 }
 
 // QuotaList answers GET /v1/quotas: the scopes the caller may read.
