@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,4 +58,67 @@ func TestNewLeaderStartsAdoptedTasks(t *testing.T) {
 	require.True(t, leads)
 	assert.False(t, since.Before(before), "the term began after the old leader stopped: %v < %v", since, before)
 	assert.Equal(t, time.Hour, nl.HeartbeatTTL())
+}
+
+// stateAdopter adopts as the daemon's router does: it reads the state to
+// find the task's cluster. Each call first has a write go through, so a
+// call made under the state's read lock is caught rather than deadlocked:
+// there the write waits for the lock, and a Read after it would wait for
+// the write (a waiting writer holds new readers back), with the leader's
+// scheduling loop, every reader and Raft's apply stuck behind them.
+type stateAdopter struct {
+	*fakeBackend
+	srv     *server.Server
+	blocked atomic.Int32 // calls during which a write could not go through
+}
+
+func (a *stateAdopter) Adopts(t *structs.Task) bool {
+	if a.blocked.Load() > 0 {
+		return false // the Read below would deadlock
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = a.srv.Apply(context.Background(), &state.JobCancel{ID: "no-such-job"}) // refused, but applied
+	}()
+	select {
+	case <-done:
+	case <-time.After(waitFor):
+		a.blocked.Add(1)
+		return false
+	}
+	found := false
+	a.srv.Read(func(st *state.State) { found = st.Tasks[t.ID] != nil })
+	return found
+}
+
+// A new leader asks its backend whether it adopts an inherited task
+// outside the state's lock: the backend may read the state, and writes go
+// on meanwhile. (Asked under the read lock, a Raft apply arriving between
+// that lock and the backend's own read deadlocked the leader: its API
+// answered no reads and its leader work never stopped.)
+func TestAdoptsIsAskedOutsideTheStateLock(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 3, func(cfg *server.Config) { cfg.HeartbeatTTL = time.Hour })
+	c.seed(st.C64("c1"))
+	old := c.leader()
+	c.apply(&state.JobSubmit{RequestID: "a", Job: cpuJob("a", 1), Now: time.Now()})
+	require.Eventually(t, func() bool { return jobOf(old, "a-1").State == structs.JobScheduled }, waitFor, tick)
+	first, _ := tasksOf(old, "a-1")
+	require.Len(t, first, 1)
+	adopters := map[string]*stateAdopter{}
+	for _, s := range c.live() {
+		if s != old {
+			adopters[s.ID()] = &stateAdopter{srv: s,
+				fakeBackend: &fakeBackend{started: map[structs.TaskID]string{}, stopped: map[structs.TaskID]time.Duration{}}}
+			s.SetBackend(adopters[s.ID()])
+		}
+	}
+	c.stop(c.index(old))
+	a := adopters[c.leader().ID()]
+	require.Eventually(t, func() bool {
+		_, ok, _, _ := a.seen(first[0].ID)
+		return ok || a.blocked.Load() > 0
+	}, 2*waitFor, tick, "the new leader never starts the task it inherited")
+	require.Zero(t, a.blocked.Load(), "Adopts was called under the state's read lock: a write could not go through")
 }

@@ -167,7 +167,6 @@ func (s *Server) leaderLoop(ctx context.Context) {
 	run(func(ctx context.Context) { s.scheduleLoop(ctx, inherited) })
 	s.extra.begin(ctx, &wg)
 	wg.Wait()
-	live.fail(ErrOutcomeUnknown)
 	s.log.Info("leader work stopped")
 }
 
@@ -410,7 +409,7 @@ func (s *Server) driveBackend(ls *leaderState) {
 			switch t.State {
 			case structs.TaskScheduled:
 				seen[k] = true
-				if !ls.started[k] && (!ls.inherited[k] || adopts(b, t)) && !st.Warming(t) {
+				if !ls.started[k] && !st.Warming(t) {
 					starts = append(starts, start{t: t, j: st.Jobs[t.Job], k: k})
 				}
 			case structs.TaskStopping:
@@ -423,6 +422,11 @@ func (s *Server) driveBackend(ls *leaderState) {
 			}
 		}
 	})
+	// Asked outside the state's lock, as every Backend call: a backend
+	// may read the state (the daemon's router does), and a read nested
+	// in another waits behind a Raft apply queued between them, which
+	// waits for the outer read: the leader deadlocked.
+	starts = slices.DeleteFunc(starts, func(st start) bool { return ls.inherited[st.k] && !adopts(b, st.t) })
 	// Forget allocations that have moved on, so the maps stay small.
 	for _, m := range []map[allocKey]bool{ls.started, ls.stopped, ls.inherited} {
 		maps.DeleteFunc(m, func(k allocKey, _ bool) bool { return !seen[k] })

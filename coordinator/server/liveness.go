@@ -225,7 +225,11 @@ func (l *liveness) wakeFlush() {
 
 // flush commits queued events as one TaskUpdate at a time (group commit:
 // what arrives while one batch commits goes into the next) until ctx ends.
+// Then it ends the term's heartbeats (fail): nothing commits them any
+// more, and a heartbeat from other leader work (a backend's Start
+// reporting a task that cannot start) must not wait for that work to stop.
 func (l *liveness) flush(ctx context.Context) {
+	defer l.fail(ErrOutcomeUnknown)
 	for {
 		select {
 		case <-ctx.Done():

@@ -143,7 +143,9 @@ func (c *Config) setDefaults() {
 // stopped one succeeds. A leader starts only the tasks it placed itself
 // (a Start on one server's backend cannot see what another server's
 // started); it stops every stopping task. task and job are shared,
-// read-only state objects.
+// read-only state objects. The leader never calls a backend (Adopter
+// included) while it holds the state's lock: a backend may read the
+// state (Server.Read).
 type Backend interface {
 	Start(task *structs.Task, job *structs.Job, token string) error
 	Stop(taskID structs.TaskID, grace time.Duration) error
