@@ -83,8 +83,8 @@ func TestFairShareWeights(t *testing.T) {
 	assert.Equal(t, []string{"b2"}, placedNow(h))
 }
 
-// Nothing starves: a job of a scope at position p goes ahead of jobs
-// submitted after it once it has waited p × Aging, however many come.
+// Nothing starves: a job of a scope at position p goes ahead of every
+// job submitted p × Aging or more after it, however many come.
 func TestFairShareStarvationBound(t *testing.T) {
 	h := fairHarness(t, 1)
 	h.MustSubmit(st.NewJob("a0", "u1").GPU("A", 1).Obj())

@@ -34,11 +34,12 @@ type FairShare struct {
 //	key = position of its scope − time pending / Aging
 //
 // and the lowest key goes first: the scope furthest below its fair share
-// first, and each hour (Aging) a job waits counts as one whole fair share,
-// so nothing starves: a job whose scope is at position p goes ahead of
-// every job submitted after it has waited p × Aging. Equal keys go by
-// time pending, then ID, so the order is total; without usage (every
-// position 0) it is oldest first.
+// first, and each hour (Aging, structs.DefaultAging) a job waits counts
+// as one whole fair share, so nothing starves: a job whose scope is at
+// position p goes ahead of every job submitted p × Aging or more after
+// it (whose scope is at 0 or more), so it waits at most for those that
+// came before that. Equal keys go by time pending, then ID, so the order
+// is total; without usage (every position 0) it is oldest first.
 //
 // A project's jobs are ordered among themselves the same way, by their
 // owner's position among the project's members (Members): the project's
