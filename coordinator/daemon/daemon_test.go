@@ -51,9 +51,15 @@ func fastRaft(c *server.Config) {
 // directories under work/tasks) in the returned directory.
 func startDev(t *testing.T) (*daemon.Daemon, string) {
 	t.Helper()
-	dir := t.TempDir()
 	cluster, err := daemon.DevCluster()
 	require.NoError(t, err)
+	return startDevWith(t, cluster)
+}
+
+// startDevWith is startDev with another cluster.
+func startDevWith(t *testing.T, cluster *structs.ClusterConfig) (*daemon.Daemon, string) {
+	t.Helper()
+	dir := t.TempDir()
 	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tokens(t), Cluster: cluster, Logger: quiet()}
 	cfg.Server = server.Config{ID: "dev", RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true}
 	fastRaft(&cfg.Server)

@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/atom-sched/atom/coordinator/daemon"
-	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/pkg/wire"
@@ -38,13 +36,7 @@ quotas:
 func TestDevServiceLosesOnlyTheReplicasNeeded(t *testing.T) {
 	cluster, err := structs.ParseClusterConfig([]byte(twoGPUNodes))
 	require.NoError(t, err)
-	dir := t.TempDir()
-	cfg := daemon.Config{HTTPAddr: "127.0.0.1:0", Tokens: tokens(t), Cluster: cluster, Logger: quiet()}
-	cfg.Server = server.Config{ID: "dev", RaftAddr: "127.0.0.1:0", DataDir: dir, Bootstrap: true}
-	fastRaft(&cfg.Server)
-	d, err := daemon.Start(cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
+	d, dir := startDevWith(t, cluster)
 	c := client.New(d.URL, adminToken)
 	ctx := context.Background()
 	submit := func(spec, req string) structs.JobID {
