@@ -101,10 +101,10 @@ type contendedRun struct {
 }
 
 // newEngine returns policy's engine over nodes (atomNodes: the same,
-// converted) for jobs.
-func newEngine(policy string, nodes []node, atomNodes []*structs.Node, jobs []*simJob, quota [tenants]int64, schedule scheduleFunc) (engine, error) {
+// converted) for jobs of workload w.
+func newEngine(policy string, w workload, nodes []node, atomNodes []*structs.Node, jobs []*simJob, quota [tenants]int64, schedule scheduleFunc) (engine, error) {
 	if policy == policyAtom || policy == policyAtomFIFO {
-		return newStateEngine(policy, atomNodes, jobs, quota, schedule)
+		return newStateEngine(policy, atomNodes, jobs, quota, w.MinRuntime, schedule)
 	}
 	return newFIFOEngine(policy, nodes, jobs, quota)
 }

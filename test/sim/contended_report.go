@@ -32,6 +32,7 @@ type contendedResults struct {
 // asked for, c.Workers at a time.
 func replayContended(c *config, schedule scheduleFunc) (*contendedResults, error) {
 	w := contendedWorkload
+	w.MinRuntime = c.MinRuntime
 	all, err := loadNodes(c.DataDir)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func replayContended(c *config, schedule scheduleFunc) (*contendedResults, error
 		start := time.Now()
 		cr := &contendedRun{Policy: r.policy, Seed: r.seed, W: w, Jobs: newJobs(r.arr, tmpls)}
 		rr := &contendedResult{Policy: r.policy, Seed: r.seed, Jobs: len(r.arr)}
-		if cr.Engine, errs[i] = newEngine(r.policy, nodes, atomNodes, cr.Jobs, quota, schedule); errs[i] != nil {
+		if cr.Engine, errs[i] = newEngine(r.policy, w, nodes, atomNodes, cr.Jobs, quota, schedule); errs[i] != nil {
 			return
 		}
 		if rr.Cycles, errs[i] = cr.run(); errs[i] != nil {

@@ -110,7 +110,7 @@ func replaySmall(t *testing.T, policy string, nodes []node, tmpls []template, ar
 	t.Helper()
 	r := &contendedRun{Policy: policy, W: w, Jobs: newJobs(arr, tmpls)}
 	var err error
-	r.Engine, err = newEngine(policy, nodes, toNodes(nodes), r.Jobs, tenantQuotas(totalGPUs(nodes)), coreSchedule)
+	r.Engine, err = newEngine(policy, w, nodes, toNodes(nodes), r.Jobs, tenantQuotas(totalGPUs(nodes)), coreSchedule)
 	require.NoError(t, err)
 	cycles, err := r.run()
 	require.NoError(t, err)
@@ -121,14 +121,15 @@ func replaySmall(t *testing.T, policy string, nodes []node, tmpls []template, ar
 	return r
 }
 
-// smallWorkload is 4 hours, a cycle every 30 s, the whole time measured.
-var smallWorkload = workload{Hours: 4, Warmup: 0, Tick: 30 * time.Second, StopGrace: 30 * time.Second}
+// smallWorkload is 4 hours, a cycle every 30 s, the whole time measured,
+// a minimum runtime of 10 minutes under atom.
+var smallWorkload = workload{Hours: 4, Warmup: 0, Tick: 30 * time.Second, StopGrace: 30 * time.Second, MinRuntime: 10 * time.Minute}
 
 // oneNode is a node of 2 GPUs, 8 cores and 32 GiB each.
 var oneNode = []node{{Name: "n1", MilliCPU: 16000, MemoryMiB: 65536, GPUs: 2, Model: "G"}}
 
 // smallReplay is a two-GPU node, a low job of tenant t2 running two
-// hours, a normal job of tenant t1 arriving 10 minutes in, and a second
+// hours, a normal job of tenant t1 arriving 5 minutes in, and a second
 // normal one that t1's quota (2 GPUs) refuses until the first has ended.
 func smallReplay(t *testing.T, policy string) figures {
 	t.Helper()
@@ -137,7 +138,7 @@ func smallReplay(t *testing.T, policy string) figures {
 		{request: request{Name: "normal", MilliCPU: 4000, Memory: 8 << 30, GPUs: 1}, Run: time.Hour, Priority: structs.PriorityNormal},
 		{request: request{Name: "big", MilliCPU: 8000, Memory: 16 << 30, GPUs: 2}, Run: 30 * time.Minute, Priority: structs.PriorityNormal},
 	}
-	arr := []arrival{{At: 0, Tenant: 1, Tmpl: 0}, {At: 600 * time.Second, Tenant: 0, Tmpl: 1}, {At: 700 * time.Second, Tenant: 0, Tmpl: 2}}
+	arr := []arrival{{At: 0, Tenant: 1, Tmpl: 0}, {At: 300 * time.Second, Tenant: 0, Tmpl: 1}, {At: 700 * time.Second, Tenant: 0, Tmpl: 2}}
 	require.EqualValues(t, 2, tenantQuotas(2)[0])
 	r := replaySmall(t, policy, oneNode, tmpls, arr, smallWorkload)
 	return measure(r.Jobs, smallWorkload, 2)
@@ -159,20 +160,34 @@ func TestFairShareOrdersTenants(t *testing.T) {
 }
 
 func TestSmallReplayAtom(t *testing.T) {
-	// 0: low placed. 600: normal arrives, preempts low (stops at 630).
-	// 630: normal placed; 720: big refused by quota. 4230: normal ends,
-	// big accepted and placed (normal before low). 6030: big ends, low
-	// placed again, runs to 13230.
+	// 0: low placed. 300: normal arrives; low has run less than the
+	// minimum runtime and is the only choice: normal waits. 600: low
+	// preempted (stops at 630). 630: normal placed; 720: big refused by
+	// quota. 4230: normal ends, big accepted and placed (normal before
+	// low). 6030: big ends, low placed again, runs to 13230.
 	f := smallReplay(t, policyAtom)
 	assert.InDelta(t, (2*630+2*7200+3600+2*1800)/28800.0, f.GPUUtil, 1e-12)
-	assert.InDelta(t, 30, f.WaitP50, 1e-9)
+	assert.InDelta(t, 630-300, f.WaitP50, 1e-9)
 	assert.InDelta(t, 4230-700, f.WaitP99, 1e-9)
 	assert.InDelta(t, 2*630/3600.0, f.PreemptedGPUHours, 1e-12)
 	assert.Equal(t, 1, f.Preemptions)
 	assert.Equal(t, 3, f.Arrived)
 	assert.Zero(t, f.NeverPlaced)
-	// Hourly x (t1, t2): hour 0 (2970/3000·… see the comment's spans).
-	assert.InDelta(t, (0.9086486486486486+0.8580953241086469+1+1)/4, f.Jain, 1e-12)
+	// Hourly Jain of x (t1, t2) over the spans above (hours 2 and 3:
+	// only t2 asks).
+	assert.InDelta(t, (0.916460616373335+0.8580953241086469+1+1)/4, f.Jain, 1e-12)
+}
+
+func TestSmallReplayAtomFIFO(t *testing.T) {
+	// No minimum runtime: 300: low preempted (stops at 330). 330: normal
+	// placed; 3930: normal ends, big placed; 5730: low placed again, runs
+	// to 12930.
+	f := smallReplay(t, policyAtomFIFO)
+	assert.InDelta(t, (2*330+2*7200+3600+2*1800)/28800.0, f.GPUUtil, 1e-12)
+	assert.InDelta(t, 330-300, f.WaitP50, 1e-9)
+	assert.InDelta(t, 3930-700, f.WaitP99, 1e-9)
+	assert.InDelta(t, 2*330/3600.0, f.PreemptedGPUHours, 1e-12)
+	assert.InDelta(t, (0.7395108177385582+0.8885385581961464+1+1)/4, f.Jain, 1e-12)
 }
 
 func TestSmallReplayFirstFit(t *testing.T) {
@@ -180,7 +195,7 @@ func TestSmallReplayFirstFit(t *testing.T) {
 	// quota. 10800: normal ends, big accepted and placed.
 	f := smallReplay(t, policyFirstFit)
 	assert.InDelta(t, (2*7200+3600+2*1800)/28800.0, f.GPUUtil, 1e-12)
-	assert.InDelta(t, 7200-600, f.WaitP50, 1e-9)
+	assert.InDelta(t, 7200-300, f.WaitP50, 1e-9)
 	assert.InDelta(t, 10800-700, f.WaitP99, 1e-9)
 	assert.Zero(t, f.PreemptedGPUHours)
 	assert.InDelta(t, (0.5+0.5+1+1)/4, f.Jain, 1e-12)
@@ -208,7 +223,7 @@ func TestTinyContendedReplay(t *testing.T) {
 			var figs []figures
 			for range 2 {
 				r := &contendedRun{Policy: p, W: w, Jobs: newJobs(arr, tmpls)}
-				r.Engine, err = newEngine(p, nodes, toNodes(nodes), r.Jobs, tenantQuotas(gpus), coreSchedule)
+				r.Engine, err = newEngine(p, w, nodes, toNodes(nodes), r.Jobs, tenantQuotas(gpus), coreSchedule)
 				require.NoError(t, err)
 				_, err = r.run()
 				require.NoError(t, err)

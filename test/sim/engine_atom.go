@@ -38,11 +38,19 @@ var simStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // drop ended jobs from the state as the leader's retention loop does.
 const expireEvery = 120
 
-func newStateEngine(policy string, nodes []*structs.Node, jobs []*simJob, quota [tenants]int64, schedule scheduleFunc) (*stateEngine, error) {
+// newStateEngine returns atom (policy atom) or atom-fifo over nodes. Under
+// atom the public pool has minimum runtime minRun (0: none).
+func newStateEngine(policy string, nodes []*structs.Node, jobs []*simJob, quota [tenants]int64, minRun time.Duration, schedule scheduleFunc) (*stateEngine, error) {
 	e := &stateEngine{st: state.New(), schedule: schedule, fifo: policy == policyAtomFIFO, jobs: jobs,
 		ids: make(map[structs.JobID]int, len(jobs)), task: make([]structs.TaskID, len(jobs))}
 	for _, n := range nodes {
 		if _, err := e.apply(&state.NodeUpsert{Node: n}); err != nil {
+			return nil, err
+		}
+	}
+	if !e.fifo && minRun > 0 {
+		pub := &structs.Pool{Name: structs.PublicPool, MinRuntime: structs.Duration(minRun)}
+		if _, err := e.apply(&state.PoolUpsert{Pool: pub}); err != nil {
 			return nil, err
 		}
 	}
@@ -98,7 +106,10 @@ func (e *stateEngine) cycle(now time.Duration) (placed, preempted []int, err err
 		return nil, nil, nil
 	}
 	start := time.Now()
-	plan, err := safeSchedule(e.schedule, snap, sched.Input{Pending: pending, Now: at, Seed: snap.Index})
+	// atom-fifo: a low service is a victim whole, as before a service
+	// lost only the replicas needed.
+	in := sched.Input{Pending: pending, Now: at, Seed: snap.Index, WholeServices: e.fifo}
+	plan, err := safeSchedule(e.schedule, snap, in)
 	e.CallTime += time.Since(start)
 	e.Calls++
 	if err != nil {

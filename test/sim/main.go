@@ -27,6 +27,9 @@ type config struct {
 	DataDir  string
 	Workers  int
 	Why      bool
+	// MinRuntime is the public pool's minimum runtime under atom in the
+	// contended replay.
+	MinRuntime time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -49,11 +52,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.DataDir, "data", "", "directory holding the trace CSVs (default test/sim/testdata)")
 	fs.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), "replays run in parallel")
 	fs.BoolVar(&c.Why, "why", false, "print on stderr why atom's core left tasks unplaced")
+	fs.DurationVar(&c.MinRuntime, "min-runtime", contendedWorkload.MinRuntime, "contended replay: the public pool's minimum runtime under atom (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.MinRuntime < 0 {
+		return nil, fmt.Errorf("-min-runtime %s: use 0 or more", c.MinRuntime)
 	}
 	if c.Seeds < 1 {
 		return nil, fmt.Errorf("-seeds %d: need at least 1", c.Seeds)

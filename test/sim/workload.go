@@ -26,12 +26,15 @@ type workload struct {
 	NodeEvery int
 	Tick      time.Duration // time between scheduling cycles
 	StopGrace time.Duration // from a preemption to its victim's stop
+	// MinRuntime is the public pool's minimum runtime under atom (not
+	// atom-fifo); 0: none.
+	MinRuntime time.Duration
 }
 
 // contendedWorkload is what `make sim` replays.
 var contendedWorkload = workload{
 	Hours: 8, Warmup: 1, Demand: 1.5, NodeEvery: 16,
-	Tick: 30 * time.Second, StopGrace: 30 * time.Second,
+	Tick: 30 * time.Second, StopGrace: 30 * time.Second, MinRuntime: 10 * time.Minute,
 }
 
 // horizon is the replay's length.
