@@ -100,9 +100,12 @@
 //     (engine_atom.go). Quota, fair-share usage, order, placement,
 //     preemption and requeueing are theirs; the replay adds no rule. atom
 //     orders each priority by fair share (every tenant weight 1, the
-//     default half-life and aging). atom-fifo is the order and victim
-//     choice from before fair share: the snapshot's fair-share positions
-//     are dropped, so each priority goes oldest first.
+//     default half-life and aging), and the public pool has a minimum
+//     runtime of 10 minutes (-min-runtime; the value DESIGN §4 gives as an
+//     example). atom-fifo is the order and victim choice from before: the
+//     snapshot's fair-share positions are dropped, so each priority goes
+//     oldest first; no minimum runtime; a low service is a victim whole
+//     (sched.Input.WholeServices; every job here has one replica).
 //   - first-fit (what a default Kubernetes does), best-fit: kube-scheduler's
 //     queue (priority, then oldest first) over raw requests, the first node
 //     that fits or the one left with the fewest free GPUs; a job that does
