@@ -278,15 +278,15 @@ func (s *State) noticeUntil(v *structs.Job, t *structs.Task, now time.Time) time
 	return now.Add(d)
 }
 
-// maxNotice is the longest notice job j's own pool allows: its project's
-// pool, else the public pool's.
-func (s *State) maxNotice(j *structs.Job) time.Duration {
+// maxNotice is the longest notice job j's own pool allows, and that
+// pool: its project's pool, else the public pool.
+func (s *State) maxNotice(j *structs.Job) (structs.PoolID, time.Duration) {
 	for _, p := range s.Pools {
 		if j.Project != "" && p.Project == j.Project {
-			return p.MaxNotice()
+			return p.Name, p.MaxNotice()
 		}
 	}
-	return structs.DefaultMaxPreemptNotice
+	return structs.PublicPool, structs.DefaultMaxPreemptNotice
 }
 
 // addResources is a + b (accelerators of b's type if a has none).

@@ -61,8 +61,13 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 			j.Name, whose, o.ID, o.State, ErrExists)
 	}
 	if n := j.PreemptNotice; n != nil {
-		if max := s.maxNotice(j); time.Duration(n.Seconds)*time.Second > max {
-			return nil, invalidf("preemptNotice.seconds %d is not allowed: its pool allows notices of at most %s (%d seconds)", n.Seconds, max, int64(max/time.Second))
+		if pool, max := s.maxNotice(j); time.Duration(n.Seconds)*time.Second > max {
+			secs := int64(max / time.Second)
+			which := fmt.Sprintf("pool %s allows notices of at most %d seconds (%s, its maxPreemptNotice)", pool, secs, max)
+			if pool == structs.PublicPool {
+				which = fmt.Sprintf("the public pool allows notices of at most %d seconds (%s)", secs, max)
+			}
+			return nil, invalidf("preemptNotice.seconds %d is not allowed: %s: use 1 to %d", n.Seconds, which, secs)
 		}
 	}
 	a, err := s.admit(j)
