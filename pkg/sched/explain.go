@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -11,12 +12,18 @@ import (
 // between jobs whose contexts ask the same question (whyKey).
 func (w *world) explain(f failure, cache whyCache) *Why {
 	j := f.j
-	if len(f.preempting) > 0 {
-		var names []string
+	if len(f.preempting) > 0 || len(f.stopping) > 0 {
+		names := make([]string, 0, len(f.preempting)+len(f.stopping))
 		for _, p := range f.preempting {
 			names = append(names, string(p.Victim))
 		}
+		for _, v := range f.stopping {
+			names = append(names, string(v))
+		}
 		why := &Why{Waiting: fmt.Sprintf("waiting for %d preempted low-priority job(s) to stop: %s", len(names), strings.Join(names, ", "))}
+		if f.notice.After(w.now) {
+			why.Waiting += fmt.Sprintf("; their preemption notice ends at %s (in %s)", f.notice.UTC().Format(time.RFC3339), f.notice.Sub(w.now).Round(time.Second))
+		}
 		why.render("does not fit now")
 		return why
 	}

@@ -204,6 +204,8 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			pre, prot := w.preempt(a, pools, nil)
 			plan.Preemptions = append(plan.Preemptions, pre...)
 			f.preempting, f.protected = pre, prot
+		} else if f.quota == nil {
+			f.stopping, f.notice = w.stoppingFor(j.ID)
 		}
 		// 5. Gang reservation.
 		if j.IsGang() && f.quota == nil && len(f.preempting) == 0 && !w.hasHolds(j.ID, "") && w.anyPoolFree(j, gangHeld) {
@@ -305,6 +307,11 @@ type failure struct {
 	quota      *QuotaShortfall
 	preempting []Preemption
 	protected  *protection // preemption waits for young victims' minimum runtime
+	// stopping are the jobs preempted for it in earlier cycles whose
+	// tasks are still stopping, notice when the last notice they were
+	// given ends (zero: none).
+	stopping []structs.JobID
+	notice   time.Time
 }
 
 // pendingSince is when the job last became pending (its submit time if the
@@ -638,6 +645,31 @@ func (w *world) hasHolds(j structs.JobID, k ReservationKind) bool {
 		}
 	}
 	return false
+}
+
+// stoppingFor lists the low jobs whose preempted tasks are stopping on
+// the nodes held for job id's preemption, and when the last notice they
+// were given ends (zero: none).
+func (w *world) stoppingFor(id structs.JobID) (victims []structs.JobID, notice time.Time) {
+	for _, r := range w.holds {
+		ni, ok := w.byName[r.Node]
+		if r.Job != id || r.Kind != ReservePreemption || !ok {
+			continue
+		}
+		for _, k := range w.nodes[ni].tasks {
+			t := w.tasks[k].t
+			if t.State != structs.TaskStopping || t.StopReason != structs.StopPreempted || t.Priority != structs.PriorityLow {
+				continue
+			}
+			if !slices.Contains(victims, t.Job) {
+				victims = append(victims, t.Job)
+			}
+			if t.NoticeUntil.After(notice) {
+				notice = t.NoticeUntil
+			}
+		}
+	}
+	return victims, notice
 }
 
 // dropHolds removes j's reservations.
