@@ -36,9 +36,10 @@ var (
 // Heartbeat returns once a change is committed. ev.Task is set to taskID
 // and a zero ev.Time to the leader's clock.
 func (s *Server) Heartbeat(taskID structs.TaskID, token string, ev structs.TaskEvent) error {
-	s.mu.Lock()
-	l, fwd := s.live, s.forward
-	s.mu.Unlock()
+	h := s.live
+	h.mu.Lock()
+	l, fwd := h.term, h.forward
+	h.mu.Unlock()
 	if l != nil {
 		return l.heartbeat(taskID, token, ev)
 	}
@@ -47,6 +48,55 @@ func (s *Server) Heartbeat(taskID structs.TaskID, token string, ev structs.TaskE
 		return fwd(id, addr, taskID, token, ev)
 	}
 	return s.notLeader()
+}
+
+// SetForward sets how a follower forwards heartbeats to the leader.
+// Without one, Heartbeat on a follower returns a *NotLeaderError.
+func (s *Server) SetForward(f ForwardFunc) {
+	s.live.mu.Lock()
+	s.live.forward = f
+	s.live.mu.Unlock()
+}
+
+// heartbeats is the leader component that keeps task liveness: a
+// liveness for each term, which the other components' heartbeats (a
+// backend's Start reporting a task that cannot start) reach too. It is
+// established first: every task gets a full TTL from the term's start.
+type heartbeats struct {
+	s *Server
+
+	mu      sync.Mutex // guards the fields below
+	term    *liveness  // nil between terms
+	forward ForwardFunc
+}
+
+func (h *heartbeats) establish(context.Context) {
+	l := newLiveness(h.s, h.s.now())
+	h.mu.Lock()
+	h.term = l
+	h.mu.Unlock()
+}
+
+func (h *heartbeats) run(ctx context.Context) {
+	l := h.current()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); l.reap(ctx) }()
+	l.flush(ctx)
+	wg.Wait()
+}
+
+func (h *heartbeats) revoke() {
+	h.mu.Lock()
+	h.term = nil
+	h.mu.Unlock()
+}
+
+// current returns the term's liveness, nil between terms.
+func (h *heartbeats) current() *liveness {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.term
 }
 
 // liveness tracks task heartbeats for one term of leadership.

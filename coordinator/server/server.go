@@ -36,7 +36,6 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/fsm"
 	"github.com/atom-sched/atom/coordinator/state"
-	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -137,35 +136,6 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// Backend launches and stops tasks (Kubernetes Pods, local processes). The
-// leader calls it after each committed plan and after a leader change, so
-// Start and Stop must be idempotent: starting a started task or stopping a
-// stopped one succeeds. A leader starts only the tasks it placed itself
-// (a Start on one server's backend cannot see what another server's
-// started); it stops every stopping task. task and job are shared,
-// read-only state objects. The leader never calls a backend (Adopter
-// included) while it holds the state's lock: a backend may read the
-// state (Server.Read).
-type Backend interface {
-	Start(task *structs.Task, job *structs.Job, token string) error
-	Stop(taskID structs.TaskID, grace time.Duration) error
-}
-
-// ErrBackendClosed is a Start refused because the backend has stopped its
-// tasks: this server is shutting down (not worth a warning).
-var ErrBackendClosed = errors.New("backend closed: the server is shutting down")
-
-// Adopter is a Backend whose Start any server may call for a task another
-// server placed: what the placing server did is in a place every server
-// sees (a Kubernetes Pod, named from the task), so Start finds it and
-// completes it (a gang's Pods created but not bound are bound, the missing
-// ones created first) and never runs the allocation twice. A new leader
-// starts the Scheduled tasks it inherited for which Adopts is true; the
-// others it leaves to the heartbeat TTL (leaderState.inherited).
-type Adopter interface {
-	Adopts(task *structs.Task) bool
-}
-
 // ForwardFunc sends a heartbeat that reached a follower to the leader
 // (leaderID, at Raft address leaderAddr); the HTTP layer maps the ID to the
 // leader's HTTP address.
@@ -182,7 +152,6 @@ type Server struct {
 	metrics *metrics
 	obs     *raft.Observer
 
-	wakeCh     chan struct{} // capacity 1: wakes the scheduling loop
 	shutdownCh chan struct{}
 	joinFailed chan error // joinLoop's permanent refusal (JoinFailed)
 	shutdown   sync.Once
@@ -190,22 +159,13 @@ type Server struct {
 
 	bootstrapped bool // this start made a new cluster (set before New returns)
 
-	mu      sync.Mutex // guards the fields below
-	backend Backend
-	forward ForwardFunc
-	why     map[structs.JobID]*sched.Why // latest cycle's reasons; leader only
-	live    *liveness                    // non-nil while leader work runs
-	paused  bool
-	// draining: Drain was called; no cycle runs again.
-	draining bool
-	placed   map[allocKey]time.Time // allocations this process placed, when (leaderState.inherited)
-	warming  map[warmKey]*warmRun   // cache warm-ups this term runs; leader only
-
-	// cycleMu is held through each scheduling cycle (Drain waits on it).
-	cycleMu sync.Mutex
-
-	copies copyFlights // the warm-ups' dataset copies running now
-	extra  extraWork   // leader work from outside (AddLeaderWork)
+	// The leader components (leaderwork.go), each with its own state and
+	// lock, and those added from outside (AddLeaderWork).
+	live       *heartbeats
+	backend    *driver
+	warm       *warmups
+	sched      *scheduler
+	components leaderComponents
 }
 
 // New opens (or creates) the server's Raft state in cfg.DataDir and starts
@@ -230,12 +190,19 @@ func New(cfg Config) (*Server, error) {
 		log:        cfg.Logger.With("server", cfg.ID),
 		fsm:        fsm.New(),
 		metrics:    newMetrics(),
-		wakeCh:     make(chan struct{}, 1),
 		shutdownCh: make(chan struct{}),
 		joinFailed: make(chan error, 1),
 	}
+	s.live = &heartbeats{s: s}
+	s.backend = newDriver(s)
+	s.warm = &warmups{s: s}
+	s.sched = newScheduler(s)
+	// Established in this order, liveness first: every task gets a full
+	// TTL from the term's start, and the backend's heartbeats reach it.
+	for _, c := range []leaderComponent{s.live, s.backend, s.warm, s.sched, workFunc(s.retention), workFunc(s.accrueUsage)} {
+		s.components.add(c)
+	}
 	s.fsm.OnApply = s.onApply
-	s.AddLeaderWork(s.accrueUsage)
 	if err := s.openRaft(); err != nil {
 		s.closeStores()
 		return nil, err
@@ -382,12 +349,11 @@ func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
 // else declares tasks lost on the leader (a Kubernetes node's NotReady
 // grace) waits for it too.
 func (s *Server) LeadingSince() (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.live == nil || !s.IsLeader() {
+	l := s.live.current()
+	if l == nil || !s.IsLeader() {
 		return time.Time{}, false
 	}
-	return s.live.electedAt, true
+	return l.electedAt, true
 }
 
 // HeartbeatTTL is how long a task may stay silent before it is lost.
@@ -397,9 +363,7 @@ func (s *Server) HeartbeatTTL() time.Duration { return s.cfg.HeartbeatTTL }
 // latest: it leads and has applied everything committed before its term
 // (its leader work runs). A follower's state may lag the leader's.
 func (s *Server) Authoritative() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.live != nil && s.IsLeader()
+	return s.live.current() != nil && s.IsLeader()
 }
 
 // VerifyLeader confirms with a quorum that this server still leads: a
@@ -483,56 +447,6 @@ func (s *Server) Snapshot() error {
 	return nil
 }
 
-// SetBackend sets the backend the leader drives; nil stops driving one.
-// A backend set while leading is caught up on the next cycle.
-func (s *Server) SetBackend(b Backend) {
-	s.mu.Lock()
-	s.backend = b
-	s.mu.Unlock()
-	s.wake()
-}
-
-// SetForward sets how a follower forwards heartbeats to the leader.
-// Without one, Heartbeat on a follower returns a *NotLeaderError.
-func (s *Server) SetForward(f ForwardFunc) {
-	s.mu.Lock()
-	s.forward = f
-	s.mu.Unlock()
-}
-
-// PauseScheduling stops (true) or resumes (false) this server's scheduling
-// loop while it leads; liveness and retention go on. It is local to this
-// server and not replicated: a new leader schedules. For maintenance and
-// benchmarks.
-func (s *Server) PauseScheduling(paused bool) {
-	s.mu.Lock()
-	s.paused = paused
-	s.mu.Unlock()
-	s.wake()
-}
-
-// Drain stops this server's scheduling loop for good, ahead of its
-// shutdown: while or when it leads it places, starts and stops nothing
-// more (liveness and retention go on). It returns once the cycle in
-// flight, if any, has ended, so that the tasks the caller then stops are
-// all there are: a job requeued by the shutdown is not placed again on a
-// backend that is closing, to wait there a heartbeat TTL for nothing.
-func (s *Server) Drain() {
-	s.mu.Lock()
-	s.draining = true
-	s.mu.Unlock()
-	s.cycleMu.Lock()
-	defer s.cycleMu.Unlock()
-}
-
-// Why returns why job id is still pending as of the leader's latest cycle,
-// or nil (placed, unknown, or this server is not the leader).
-func (s *Server) Why(id structs.JobID) *sched.Why {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.why[id]
-}
-
 // Metrics returns the registry holding the server's Prometheus metrics.
 func (s *Server) Metrics() *prometheus.Registry { return s.metrics.reg }
 
@@ -576,11 +490,6 @@ func (s *Server) onApply(_ uint64, c state.Command, _ fsm.Response) {
 }
 
 // wake asks the scheduling loop for a cycle soon, without blocking.
-func (s *Server) wake() {
-	select {
-	case s.wakeCh <- struct{}{}:
-	default:
-	}
-}
+func (s *Server) wake() { s.sched.wake() }
 
 func (s *Server) now() time.Time { return s.cfg.Clock() }

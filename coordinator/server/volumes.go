@@ -19,7 +19,7 @@ type ClaimFinder interface {
 
 // claimsFor is Snapshot.Volumes for the pending jobs: nil when none names
 // a volume or the backend finds no claims.
-func (s *Server) claimsFor(pending []*structs.Job) map[structs.ClusterID]map[string]bool {
+func (d *driver) claimsFor(pending []*structs.Job) map[structs.ClusterID]map[string]bool {
 	var names []string
 	for _, j := range pending {
 		for _, v := range j.Volumes {
@@ -31,10 +31,7 @@ func (s *Server) claimsFor(pending []*structs.Job) map[structs.ClusterID]map[str
 	if len(names) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	b := s.backend
-	s.mu.Unlock()
-	cf, ok := b.(ClaimFinder)
+	cf, ok := d.backend().(ClaimFinder)
 	if !ok {
 		return nil
 	}

@@ -39,6 +39,7 @@ func warmTestServer(t *testing.T) (*Server, *caches) {
 	warmBusyRetry = 10 * time.Millisecond
 	t.Cleanup(func() { warmBusyRetry = retry })
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.warm = &warmups{s: s}
 	s.cfg = Config{CacheCheckTTL: time.Minute, CacheCheckTimeout: time.Second, Clock: time.Now}
 	c := newCaches(s)
 	t.Cleanup(c.close)
@@ -99,14 +100,14 @@ func TestWarmUpsShareOneCopy(t *testing.T) {
 		runs[i] = &warmRun{key: warmKey{job: job, cluster: "b"}, w: structs.WarmUp{Cluster: "b", Datasets: []string{"only/a2"}},
 			from: map[string]structs.ClusterID{}}
 		go func(r *warmRun) {
-			err := s.warm(ctx, c, r, redis)
+			err := s.warm.warm(ctx, c, r, redis)
 			r.mu.Lock()
 			r.finished = true
 			r.mu.Unlock()
 			out <- result{r.status(), err}
 		}(runs[i])
 	}
-	require.Eventually(t, func() bool { return s.copies.runsOf(redis["b"], "only/a2") == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.warm.copies.runsOf(redis["b"], "only/a2") == 2 }, 10*time.Second, 5*time.Millisecond)
 	hold.Release()
 	want := structs.WarmUpStatus{WarmUp: structs.WarmUp{Cluster: "b", Datasets: []string{"only/a2"}},
 		From: map[string]structs.ClusterID{"only/a2": "a"}, Bytes: 40000, TotalBytes: 40000, Files: 40, TotalFiles: 40}
@@ -119,7 +120,7 @@ func TestWarmUpsShareOneCopy(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, cache.DatasetInfo{Files: 40, Bytes: 40000, At: info.At}, info)
-	assert.Zero(t, s.copies.runsOf(redis["b"], "only/a2"), "the flight is gone when it ends")
+	assert.Zero(t, s.warm.copies.runsOf(redis["b"], "only/a2"), "the flight is gone when it ends")
 
 	// Copied once: as many inodes handed out as one copy into an empty
 	// Redis takes.
@@ -137,7 +138,7 @@ func TestWarmUpsShareOneCopy(t *testing.T) {
 
 	// A third job later: complete there, nothing to copy.
 	r := &warmRun{w: structs.WarmUp{Cluster: "b", Datasets: []string{"only/a2"}}, from: map[string]structs.ClusterID{}}
-	require.NoError(t, s.warm(ctx, c, r, redis))
+	require.NoError(t, s.warm.warm(ctx, c, r, redis))
 	assert.Zero(t, r.status().TotalBytes)
 }
 
@@ -164,8 +165,8 @@ func TestWarmUpWaitsForPutAndSkips(t *testing.T) {
 	<-started
 	r := &warmRun{w: structs.WarmUp{Cluster: "b", Datasets: []string{"ds/p"}}, from: map[string]structs.ClusterID{}}
 	errc := make(chan error, 1)
-	go func() { errc <- s.warm(ctx, c, r, map[structs.ClusterID]string{"a": redis["a"], "b": redis["b"]}) }()
-	require.Eventually(t, func() bool { return s.copies.runsOf(redis["b"], "ds/p") == 1 }, 10*time.Second, 5*time.Millisecond)
+	go func() { errc <- s.warm.warm(ctx, c, r, map[structs.ClusterID]string{"a": redis["a"], "b": redis["b"]}) }()
+	require.Eventually(t, func() bool { return s.warm.copies.runsOf(redis["b"], "ds/p") == 1 }, 10*time.Second, 5*time.Millisecond)
 	close(resume)
 	require.NoError(t, <-putErr)
 	require.NoError(t, <-errc)
@@ -191,16 +192,16 @@ func TestSharedCopyOutlivesItsStarter(t *testing.T) {
 	r1 := &warmRun{w: w, from: map[string]structs.ClusterID{}}
 	ctx1, cancel1 := context.WithCancel(ctx)
 	err1 := make(chan error, 1)
-	go func() { err1 <- s.warm(ctx1, c, r1, redis) }()
-	require.Eventually(t, func() bool { return s.copies.runsOf(redis["b"], "ds/s") == 1 }, 10*time.Second, 5*time.Millisecond)
+	go func() { err1 <- s.warm.warm(ctx1, c, r1, redis) }()
+	require.Eventually(t, func() bool { return s.warm.copies.runsOf(redis["b"], "ds/s") == 1 }, 10*time.Second, 5*time.Millisecond)
 	r2 := &warmRun{w: w, from: map[string]structs.ClusterID{}}
 	err2 := make(chan error, 1)
-	go func() { err2 <- s.warm(ctx, c, r2, redis) }()
-	require.Eventually(t, func() bool { return s.copies.runsOf(redis["b"], "ds/s") == 2 }, 10*time.Second, 5*time.Millisecond)
+	go func() { err2 <- s.warm.warm(ctx, c, r2, redis) }()
+	require.Eventually(t, func() bool { return s.warm.copies.runsOf(redis["b"], "ds/s") == 2 }, 10*time.Second, 5*time.Millisecond)
 	cancel1()
 	require.Error(t, <-err1)
 	// r2 now runs a flight of its own (still waiting for the lease).
-	require.Eventually(t, func() bool { return s.copies.runsOf(redis["b"], "ds/s") == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.warm.copies.runsOf(redis["b"], "ds/s") == 1 }, 10*time.Second, 5*time.Millisecond)
 	hold.Release()
 	require.NoError(t, <-err2)
 	st := r2.status()

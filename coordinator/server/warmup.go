@@ -61,17 +61,66 @@ func (r *warmRun) status() structs.WarmUpStatus {
 		Files: r.files, TotalFiles: r.totalFiles, Running: !r.finished}
 }
 
+// warmups is the leader component that runs the cache warm-ups: each
+// cycle the scheduler has it start the runs the state asks for (drive).
+type warmups struct {
+	s      *Server
+	copies copyFlights // the dataset copies running now
+
+	mu      sync.Mutex           // guards the fields below
+	warming map[warmKey]*warmRun // the runs of this term; nil between terms
+	caches  *caches              // this term's view of the caches; nil between terms
+}
+
+func (w *warmups) establish(context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warming = map[warmKey]*warmRun{}
+	w.caches = newCaches(w.s)
+}
+
+func (w *warmups) run(context.Context) {} // the scheduling cycle drives it
+
+// revoke cancels the term's runs, closes its cache clients and forgets
+// the tasks still waiting for a warm-up (forgetWarming).
+func (w *warmups) revoke() {
+	w.mu.Lock()
+	for _, r := range w.warming {
+		r.cancel()
+	}
+	c := w.caches
+	w.warming, w.caches = nil, nil
+	w.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+	w.forgetWarming()
+}
+
+// presence is the term's caches' answer (caches.presence); nil between
+// terms.
+func (w *warmups) presence(ctx context.Context, view *state.State, pending []*structs.Job) map[structs.ClusterID]map[string]bool {
+	w.mu.Lock()
+	c := w.caches
+	w.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.presence(ctx, view, pending)
+}
+
 // WarmUps returns the progress of job id's warm-ups that this server runs
 // (it is the leader), or nil.
 func (s *Server) WarmUps(id structs.JobID) []structs.WarmUpStatus {
-	s.mu.Lock()
+	w := s.warm
+	w.mu.Lock()
 	var runs []*warmRun
-	for k, r := range s.warming {
+	for k, r := range w.warming {
 		if k.job == id {
 			runs = append(runs, r)
 		}
 	}
-	s.mu.Unlock()
+	w.mu.Unlock()
 	var out []structs.WarmUpStatus
 	for _, r := range runs {
 		out = append(out, r.status())
@@ -80,20 +129,20 @@ func (s *Server) WarmUps(id structs.JobID) []structs.WarmUpStatus {
 	return out
 }
 
-// driveWarmUps starts a run for each warm-up in the state that this term
-// does not run yet (or whose run ended without committing its end), and
+// drive starts a run for each warm-up in the state that this term does
+// not run yet (or whose run ended without committing its end), and
 // cancels the runs of warm-ups that are gone (the job ended or moved on).
-func (s *Server) driveWarmUps(ctx context.Context, ls *leaderState) {
+func (w *warmups) drive(ctx context.Context) {
 	want := map[warmKey]structs.WarmUp{}
 	redis := map[structs.ClusterID]string{}
-	s.fsm.Read(func(st *state.State) {
+	w.s.fsm.Read(func(st *state.State) {
 		for _, j := range st.Jobs {
 			if j.State.Ended() {
 				continue
 			}
-			for _, w := range j.WarmUps {
-				if w.Attempt == j.Attempt {
-					want[warmKey{j.ID, w.Cluster, w.Attempt}] = w
+			for _, wu := range j.WarmUps {
+				if wu.Attempt == j.Attempt {
+					want[warmKey{j.ID, wu.Cluster, wu.Attempt}] = wu
 				}
 			}
 		}
@@ -103,38 +152,59 @@ func (s *Server) driveWarmUps(ctx context.Context, ls *leaderState) {
 			}
 		}
 	})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, r := range s.warming {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.warming == nil {
+		return // the term has ended
+	}
+	for k, r := range w.warming {
 		r.mu.Lock()
 		finished := r.finished
 		r.mu.Unlock()
 		if _, ok := want[k]; !ok || finished {
 			r.cancel()
-			delete(s.warming, k)
+			delete(w.warming, k)
 		}
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(want), func(a, b warmKey) int { return cmp.Compare(a.job, b.job) }) {
-		if s.warming[k] != nil {
+		if w.warming[k] != nil {
 			continue
 		}
 		rctx, cancel := context.WithCancel(ctx)
 		r := &warmRun{key: k, w: want[k], cancel: cancel, from: map[string]structs.ClusterID{}}
-		s.warming[k] = r
-		s.log.Info("cache warm-up started", "job", k.job, "cluster", k.cluster, "datasets", r.w.Datasets)
-		go s.runWarmUp(rctx, ls.caches, r, redis)
+		w.warming[k] = r
+		w.s.log.Info("cache warm-up started", "job", k.job, "cluster", k.cluster, "datasets", r.w.Datasets)
+		go w.runWarmUp(rctx, w.caches, r, redis)
 	}
 }
 
+// forgetWarming runs when a term ends: the tasks still waiting for a
+// warm-up are the next leader's, which runs the warm-up again and starts
+// them. This process forgets it placed them, so that, leading again once
+// another has ended the warm-up (and may have started them), it counts
+// them as inherited and does not start them a second time.
+func (w *warmups) forgetWarming() {
+	var keys []allocKey
+	w.s.fsm.Read(func(st *state.State) {
+		for id, t := range st.Tasks {
+			if st.Warming(t) {
+				keys = append(keys, allocKey{id: id, token: st.Tokens[id]})
+			}
+		}
+	})
+	w.s.backend.forget(keys)
+}
+
 // runWarmUp copies r's datasets and commits the warm-up's end.
-func (s *Server) runWarmUp(ctx context.Context, c *caches, r *warmRun, redis map[structs.ClusterID]string) {
+func (w *warmups) runWarmUp(ctx context.Context, c *caches, r *warmRun, redis map[structs.ClusterID]string) {
+	s := w.s
 	start := time.Now()
-	err := s.warm(ctx, c, r, redis)
+	err := w.warm(ctx, c, r, redis)
 	defer func() {
 		r.mu.Lock()
 		r.finished = true
 		r.mu.Unlock()
-		s.wake()
+		s.sched.wake()
 	}()
 	if ctx.Err() != nil {
 		return // the job ended, or this term did: the next leader runs it again
@@ -153,7 +223,7 @@ func (s *Server) runWarmUp(ctx context.Context, c *caches, r *warmRun, redis map
 }
 
 // warm copies the datasets r's cluster lacks from clusters that hold them.
-func (s *Server) warm(ctx context.Context, c *caches, r *warmRun, redis map[structs.ClusterID]string) error {
+func (w *warmups) warm(ctx context.Context, c *caches, r *warmRun, redis map[structs.ClusterID]string) error {
 	to := r.w.Cluster
 	dstAddr := redis[to]
 	if dstAddr == "" {
@@ -232,7 +302,7 @@ func (s *Server) warm(ctx context.Context, c *caches, r *warmRun, redis map[stru
 		}
 	}
 	for _, it := range items {
-		copied, err := s.copies.copy(ctx, r, it.src, dst, it.dataset)
+		copied, err := w.copies.copy(ctx, r, it.src, dst, it.dataset)
 		if err != nil {
 			return fmt.Errorf("copy dataset %s from cluster %s to %s: %w", it.dataset, it.from, to, err)
 		}

@@ -45,6 +45,7 @@ func TestWarmCopiesAndCounts(t *testing.T) {
 	putDataset(t, rc, "lidar/x", map[string]int{"other": 1})
 	putDataset(t, rb, "video/y", map[string]int{"v": 10})
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.warm = &warmups{s: s}
 	s.cfg = Config{CacheCheckTTL: time.Minute, CacheCheckTimeout: time.Second, Clock: time.Now}
 	c := newCaches(s)
 	defer c.close()
@@ -53,7 +54,7 @@ func TestWarmCopiesAndCounts(t *testing.T) {
 
 	run := func(w structs.WarmUp) (structs.WarmUpStatus, error) {
 		r := &warmRun{w: w, from: map[string]structs.ClusterID{}}
-		err := s.warm(ctx, c, r, redis)
+		err := s.warm.warm(ctx, c, r, redis)
 		r.finished = true
 		return r.status(), err
 	}
@@ -100,6 +101,7 @@ func TestWarmCopiesAndCounts(t *testing.T) {
 // leading again later, must count them as inherited, not start them too.
 func TestTermEndForgetsWarmingTasks(t *testing.T) {
 	s := &Server{fsm: fsm.New(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.warm, s.backend = &warmups{s: s}, newDriver(s)
 	index := uint64(0)
 	apply := func(c state.Command) {
 		b, err := state.Encode(c)
@@ -125,8 +127,8 @@ func TestTermEndForgetsWarmingTasks(t *testing.T) {
 		apply(&state.PlanCommit{Plan: &sched.Plan{Placements: []sched.Placement{pl}}, Now: now,
 			Tokens: map[structs.TaskID]string{structs.TaskID(id + "-0"): "tok-" + string(id)}})
 	}
-	s.notePlaced(map[structs.TaskID]string{"warm-0": "tok-warm", "plain-0": "tok-plain"})
-	s.forgetWarming()
-	assert.False(t, s.placedHere(allocKey{id: "warm-0", token: "tok-warm"}))
-	assert.True(t, s.placedHere(allocKey{id: "plain-0", token: "tok-plain"}))
+	s.backend.notePlaced(map[structs.TaskID]string{"warm-0": "tok-warm", "plain-0": "tok-plain"})
+	s.warm.forgetWarming()
+	assert.False(t, s.backend.placedHere(allocKey{id: "warm-0", token: "tok-warm"}))
+	assert.True(t, s.backend.placedHere(allocKey{id: "plain-0", token: "tok-plain"}))
 }

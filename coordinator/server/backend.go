@@ -1,0 +1,295 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Backend launches and stops tasks (Kubernetes Pods, local processes). The
+// leader calls it after each committed plan and after a leader change, so
+// Start and Stop must be idempotent: starting a started task or stopping a
+// stopped one succeeds. A leader starts only the tasks it placed itself
+// (a Start on one server's backend cannot see what another server's
+// started); it stops every stopping task. task and job are shared,
+// read-only state objects. The leader never calls a backend (Adopter
+// included) while it holds the state's lock: a backend may read the
+// state (Server.Read).
+type Backend interface {
+	Start(task *structs.Task, job *structs.Job, token string) error
+	Stop(taskID structs.TaskID, grace time.Duration) error
+}
+
+// ErrBackendClosed is a Start refused because the backend has stopped its
+// tasks: this server is shutting down (not worth a warning).
+var ErrBackendClosed = errors.New("backend closed: the server is shutting down")
+
+// Adopter is a Backend whose Start any server may call for a task another
+// server placed: what the placing server did is in a place every server
+// sees (a Kubernetes Pod, named from the task), so Start finds it and
+// completes it (a gang's Pods created but not bound are bound, the missing
+// ones created first) and never runs the allocation twice. A new leader
+// starts the Scheduled tasks it inherited for which Adopts is true; the
+// others it leaves to the heartbeat TTL (backendTerm.inherited).
+type Adopter interface {
+	Adopts(task *structs.Task) bool
+}
+
+// driver is the leader component that drives the backend: each cycle it
+// starts the Scheduled tasks this term placed (and those it inherited
+// that the backend adopts) and stops the Stopping tasks, those it has not
+// handled yet. It also remembers, across terms, which allocations this
+// server process placed.
+type driver struct {
+	s *Server
+
+	mu sync.Mutex // guards b
+	b  Backend
+
+	placedMu sync.Mutex
+	placed   map[allocKey]time.Time // allocations this process placed, when (backendTerm.inherited)
+
+	termMu sync.Mutex   // held through establish, each drive and revoke
+	term   *backendTerm // nil between terms
+}
+
+// backendTerm is what one term told the backend.
+type backendTerm struct {
+	// started and stopped record what this term told the backend; a new
+	// leader starts empty and repeats every stop (the backend is
+	// idempotent). Keys carry the allocation token because a replaced
+	// service replica keeps its task ID.
+	started map[allocKey]bool
+	stopped map[allocKey]bool
+	// inherited are the tasks that were Scheduled when this term began
+	// and that another server (or an earlier run of this one) placed.
+	// This term never starts them, unless the backend adopts them
+	// (Adopter: Kubernetes Pods, which every server sees): the leader that placed them may have
+	// started them on its own backend just before it went (a local
+	// process this server cannot see), and starting one again would run
+	// the allocation twice. A started one heartbeats (Running); one that
+	// never started stays silent, is declared Lost after the heartbeat
+	// TTL and is placed again as a new allocation (state: a task lost
+	// before it ran requeues its job without using its restarts). So a
+	// task is only ever started by the server process that placed it.
+	inherited map[allocKey]bool
+}
+
+// allocKey names one allocation: a task ID and the token it was placed
+// with.
+type allocKey struct {
+	id    structs.TaskID
+	token string
+}
+
+func newDriver(s *Server) *driver { return &driver{s: s, placed: map[allocKey]time.Time{}} }
+
+// establish notes the tasks placed before this term that have not
+// reported yet: they are not this term's to start (backendTerm.inherited).
+func (d *driver) establish(context.Context) {
+	inherited := map[allocKey]bool{}
+	d.s.fsm.Read(func(st *state.State) {
+		for id, t := range st.Tasks {
+			// A task waiting for a cache warm-up was never started: the
+			// warm-up's end applies before its leader starts it.
+			if k := (allocKey{id: id, token: st.Tokens[id]}); t.State == structs.TaskScheduled && !d.placedHere(k) && !st.Warming(t) {
+				inherited[k] = true
+			}
+		}
+	})
+	d.termMu.Lock()
+	d.term = &backendTerm{started: map[allocKey]bool{}, stopped: map[allocKey]bool{}, inherited: inherited}
+	d.termMu.Unlock()
+}
+
+func (d *driver) run(context.Context) {} // the scheduling cycle drives it
+
+func (d *driver) revoke() {
+	d.termMu.Lock()
+	d.term = nil
+	d.termMu.Unlock()
+}
+
+func (d *driver) backend() Backend {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.b
+}
+
+// SetBackend sets the backend the leader drives; nil stops driving one.
+// A backend set while leading is caught up on the next cycle.
+func (s *Server) SetBackend(b Backend) {
+	s.backend.mu.Lock()
+	s.backend.b = b
+	s.backend.mu.Unlock()
+	s.sched.wake()
+}
+
+// drive starts the Scheduled tasks this term placed (and those it
+// inherited that the backend adopts) and stops the Stopping tasks, those
+// it has not handled yet. A failed Start or Stop is retried next cycle; a
+// task that never starts is Lost after the heartbeat TTL.
+func (d *driver) drive() {
+	b := d.backend()
+	if b == nil {
+		return
+	}
+	d.termMu.Lock()
+	defer d.termMu.Unlock()
+	ls := d.term
+	if ls == nil {
+		return
+	}
+	type start struct {
+		t *structs.Task
+		j *structs.Job
+		k allocKey
+	}
+	var starts []start
+	var stops []allocKey
+	seen := make(map[allocKey]bool, len(ls.started)+len(ls.stopped))
+	s := d.s
+	s.fsm.Read(func(st *state.State) {
+		for id, t := range st.Tasks {
+			k := allocKey{id: id, token: st.Tokens[id]}
+			switch t.State {
+			case structs.TaskScheduled:
+				seen[k] = true
+				if !ls.started[k] && !st.Warming(t) {
+					starts = append(starts, start{t: t, j: st.Jobs[t.Job], k: k})
+				}
+			case structs.TaskStopping:
+				seen[k] = true
+				// A preempted task's notice runs first: its atom sends
+				// SIGTERM when it ends, the backend only after.
+				if !ls.stopped[k] && !s.now().Before(t.NoticeUntil) {
+					stops = append(stops, k)
+				}
+			}
+		}
+	})
+	// Asked outside the state's lock, as every Backend call: a backend
+	// may read the state (the daemon's router does), and a read nested
+	// in another waits behind a Raft apply queued between them, which
+	// waits for the outer read: the leader deadlocked.
+	starts = slices.DeleteFunc(starts, func(st start) bool { return ls.inherited[st.k] && !adopts(b, st.t) })
+	// Forget allocations that have moved on, so the maps stay small.
+	for _, m := range []map[allocKey]bool{ls.started, ls.stopped, ls.inherited} {
+		maps.DeleteFunc(m, func(k allocKey, _ bool) bool { return !seen[k] })
+	}
+	d.forgetPlaced(seen)
+	slices.SortFunc(starts, func(a, b start) int { return cmp.Compare(a.k.id, b.k.id) })
+	slices.SortFunc(stops, func(a, b allocKey) int { return cmp.Compare(a.id, b.id) })
+	stopped := onBackend(len(stops), func(i int) bool {
+		if err := b.Stop(stops[i].id, s.cfg.StopGrace); err != nil {
+			s.log.Warn("backend stop failed", "task", stops[i].id, "err", err)
+			return false
+		}
+		return true
+	})
+	for i, ok := range stopped {
+		if ok {
+			ls.stopped[stops[i]] = true
+		}
+	}
+	started := onBackend(len(starts), func(i int) bool {
+		st := starts[i]
+		if st.j == nil {
+			return false
+		}
+		if err := b.Start(st.t, st.j, st.k.token); errors.Is(err, ErrBackendClosed) {
+			s.log.Debug("backend start refused", "task", st.k.id, "err", err)
+			return false
+		} else if err != nil {
+			s.log.Warn("backend start failed", "task", st.k.id, "err", err)
+			return false
+		}
+		return true
+	})
+	for i, ok := range started {
+		if ok {
+			ls.started[starts[i].k] = true
+		}
+	}
+}
+
+// adopts reports whether backend b may start task t, which another server
+// placed (Adopter).
+func adopts(b Backend, t *structs.Task) bool {
+	a, ok := b.(Adopter)
+	return ok && a.Adopts(t)
+}
+
+// backendParallelism is how many Starts (or Stops) the leader has the
+// backend run at once: a Kubernetes backend spends a few API round trips
+// on each, which one at a time would make placing 1,000 tasks take tens of
+// seconds. Backends are safe for concurrent use.
+const backendParallelism = 64
+
+// onBackend runs fn(i) for i in [0, n), up to backendParallelism at once,
+// in order of i when n is 1, and returns what each returned.
+func onBackend(n int, fn func(i int) bool) []bool {
+	ok := make([]bool, n)
+	if n == 1 {
+		ok[0] = fn(0)
+		return ok
+	}
+	sem := make(chan struct{}, backendParallelism)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ok[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return ok
+}
+
+// notePlaced records the allocations this server process is about to
+// commit: it may start them in any term (backendTerm.inherited).
+func (d *driver) notePlaced(tokens map[structs.TaskID]string) {
+	d.placedMu.Lock()
+	defer d.placedMu.Unlock()
+	now := time.Now()
+	for id, tok := range tokens {
+		d.placed[allocKey{id: id, token: tok}] = now
+	}
+}
+
+// forget drops allocations from the placed record (a term ended with
+// them still waiting for a warm-up: warmups.revoke).
+func (d *driver) forget(keys []allocKey) {
+	d.placedMu.Lock()
+	defer d.placedMu.Unlock()
+	for _, k := range keys {
+		delete(d.placed, k)
+	}
+}
+
+// placedHere reports whether this server process placed allocation k.
+func (d *driver) placedHere(k allocKey) bool {
+	d.placedMu.Lock()
+	defer d.placedMu.Unlock()
+	_, ok := d.placed[k]
+	return ok
+}
+
+// forgetPlaced drops the placed allocations that are no longer Scheduled
+// or Stopping (in seen); one not in the state yet (its commit still in
+// flight) is kept for a heartbeat TTL.
+func (d *driver) forgetPlaced(seen map[allocKey]bool) {
+	d.placedMu.Lock()
+	defer d.placedMu.Unlock()
+	old := time.Now().Add(-d.s.cfg.HeartbeatTTL)
+	maps.DeleteFunc(d.placed, func(k allocKey, at time.Time) bool { return !seen[k] && at.Before(old) })
+}
