@@ -416,25 +416,30 @@ func taskConfigs(t *structs.Task) string {
 	return strings.Join(s, ",")
 }
 
-// restartLine says how far a service's restart is ("" when none runs).
+// restartLine says how far a service's restart is ("" when none runs):
+// of the service's replicas, how many run as placed since the restart.
+// The one stopping for it is not restarted yet (it was counted in
+// neither, so the line said "0 of 1" of two replicas).
 func restartLine(js *wire.JobStatus) string {
 	j := js.Job
 	if j.Restart == 0 || j.State.Ended() {
 		return ""
 	}
+	replicas := j.ShapeAt(j.Shape).Replicas
 	old, done := 0, 0
 	for _, t := range js.Tasks {
-		if t.Attempt != j.Attempt || t.Executor != "" || !t.State.HoldsResources() || t.State == structs.TaskStopping {
+		if t.Attempt != j.Attempt || t.Executor != "" || !t.State.HoldsResources() {
 			continue
 		}
-		if t.Restart < j.Restart {
+		switch {
+		case t.Restart < j.Restart:
 			old++
-		} else {
+		case t.State == structs.TaskRunning:
 			done++
 		}
 	}
-	if old == 0 {
+	if old == 0 && done >= replicas {
 		return ""
 	}
-	return fmt.Sprintf("%d of %d replicas restarted, one at a time", done, done+old)
+	return fmt.Sprintf("%d of %d replicas restarted, one at a time", min(done, replicas), replicas)
 }

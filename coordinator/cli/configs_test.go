@@ -85,10 +85,32 @@ configs: [{config: train, mountPath: /etc/train}, {secret: wandb, env: true}]
 	out = must(t, e, "u1", "job", "status", "web-00001")
 	assert.Contains(t, out, "Config:     config train (project:perception) at /etc/train\n")
 	assert.Contains(t, out, "Config:     secret wandb (user:u1) as environment variables\n")
-	assert.Contains(t, out, "Restart:    0 of 1 replicas restarted, one at a time\n")
+	assert.Contains(t, out, "Restart:    0 of 2 replicas restarted, one at a time\n")
 	assert.Contains(t, out, "CONFIGS")
 	assert.Contains(t, out, "Stopping (Restarted)")
 	assert.Equal(t, 2, strings.Count(out, "train:1,wandb:1"), out)
+	// Each replica in turn stops, is placed again and runs: 1 of 2, then
+	// the restart is over.
+	for _, want := range []string{"Restart:    1 of 2 replicas restarted, one at a time\n", ""} {
+		for _, tk := range e.Store.Tasks("web-00001") {
+			if tk.State == structs.TaskStopping {
+				e.Store.Report(t, tk.ID, structs.TaskSucceeded, apitest.T0)
+			}
+		}
+		e.Store.Schedule(t, apitest.T0)
+		for _, tk := range e.Store.Tasks("web-00001") {
+			if tk.State == structs.TaskScheduled {
+				e.Store.Report(t, tk.ID, structs.TaskRunning, apitest.T0)
+			}
+		}
+		out = must(t, e, "u1", "job", "status", "web-00001")
+		if want == "" {
+			assert.NotContains(t, out, "Restart:")
+			assert.Equal(t, 2, strings.Count(out, "train:2,wandb:1"), out)
+		} else {
+			assert.Contains(t, out, want)
+		}
+	}
 	_, err = run(t, e, "u1", "service", "restart", "nope-1")
 	assert.ErrorContains(t, err, "job nope-1 not found")
 
