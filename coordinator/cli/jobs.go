@@ -67,10 +67,10 @@ func jobCommand() *cli.Command {
 					"the tasks it stopped before (earlier attempts, replicas placed again); --task shows one,\n" +
 					"named by its task ID or by its replica index (that replica's newest task).",
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep streaming until the task ends (needs one task: --task, or a one-replica job, waited for until it is placed)"},
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep streaming: one task until it ends (--task, a one-replica job, an MPI job's launcher), or else every live replica, each line prefixed [TASK], until the job ends; a job not placed yet is waited for"},
 					&cli.StringFlag{Name: "task", Usage: "only this task's output: a task ID, or a replica index"},
 					&cli.BoolFlag{Name: "all", Usage: "every task the job kept, stopped ones too, not only the current attempt's"},
-					&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often -f polls a job not placed yet", Hidden: true},
+					&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often -f polls for the job's placement and new replicas", Hidden: true},
 				}},
 		},
 	}

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -24,6 +27,9 @@ func jobLogs(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		if t == "" {
+			return followReplicas(c, cl, id)
+		}
 		o.Task = string(t)
 	}
 	return cl.LogsWith(c.Context, id, o, c.App.Writer)
@@ -31,11 +37,11 @@ func jobLogs(c *cli.Context) error {
 
 // taskToFollow picks the task `job logs -f ID` streams when --task names
 // none: the newest task of a one-replica job (its current attempt's, or
-// its last one once the job has ended), or of an MPI job's launcher. A
-// job not placed yet is waited for, saying so once on stderr: `job
-// submit` followed at once by `job logs -f` is the common case. Other
-// jobs of several replicas need --task; the error offers their live
-// tasks (an ended one has nothing more to stream).
+// its last one once the job has ended), or of an MPI job's launcher; ""
+// for a service or a job of several replicas, whose live replicas are
+// all followed (followReplicas). A job not placed yet is waited for,
+// saying so once on stderr: `job submit` followed at once by `job logs
+// -f` is the common case.
 func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.TaskID, error) {
 	said := false
 	for {
@@ -47,47 +53,170 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.
 		// An MPI job's output is its launcher's: mpirun passes on every
 		// rank's.
 		launcher := j.Kind == structs.KindMPI
+		if !launcher && (j.Replicas > 1 || j.Kind == structs.KindService) {
+			return "", nil
+		}
 		var newest *structs.Task
-		var live []string
 		for _, t := range st.Tasks {
 			if t.Executor != "" || (launcher && t.Index != 0) {
 				continue
 			}
-			if t.Attempt == j.Attempt || j.State.Ended() {
-				if t.Attempt == j.Attempt && t.State.HoldsResources() {
-					live = append(live, string(t.ID))
-				}
-				if newest == nil || t.Attempt > newest.Attempt || (t.Attempt == newest.Attempt && !t.ScheduledAt.Before(newest.ScheduledAt)) {
-					newest = t
-				}
+			if (t.Attempt == j.Attempt || j.State.Ended()) &&
+				(newest == nil || t.Attempt > newest.Attempt || (t.Attempt == newest.Attempt && !t.ScheduledAt.Before(newest.ScheduledAt))) {
+				newest = t
 			}
 		}
 		switch {
-		case j.Replicas > 1 && !launcher && len(live) > 0:
-			return "", usagef("job logs -f follows one task and job %s has %d replicas: pick one with --task: a replica index (0 to %d) or one of its live tasks: %s", id, j.Replicas, j.Replicas-1, strings.Join(live, ", "))
-		case j.Replicas > 1 && !launcher && j.State.Ended():
-			return "", fmt.Errorf("job %s is %s: none of its tasks runs, so there is nothing to follow: coordinator job logs %s shows their output", id, j.State, id)
-		case j.Replicas > 1 && !launcher:
-			return "", usagef("job logs -f follows one task and job %s has %d replicas, none placed yet (%s): pick one with --task once coordinator job status %s lists them", id, j.Replicas, j.State, id)
 		case newest != nil:
 			return newest.ID, nil
 		case j.State.Ended():
-			why := ""
-			if j.Reason != "" && !strings.EqualFold(j.Reason, string(j.State)) {
-				why = " (" + j.Reason + ")"
-			}
-			return "", fmt.Errorf("job %s is %s%s and never ran a task: there is no output to follow", id, j.State, why)
+			return "", nothingToFollow(j, false)
 		}
 		if !said {
 			fmt.Fprintf(c.App.ErrWriter, "waiting for job %s to be placed (%s); Ctrl-C stops waiting\n", id, j.State)
 			said = true
 		}
-		t := time.NewTimer(c.Duration("interval"))
-		select {
-		case <-c.Context.Done():
-			t.Stop()
-			return "", fmt.Errorf("wait for job %s to be placed: %w", id, c.Context.Err())
-		case <-t.C:
+		if err := pause(c, id); err != nil {
+			return "", err
 		}
 	}
+}
+
+// nothingToFollow says why an ended job has no output to follow: none
+// of its tasks runs (ran: it had some), or it never ran one.
+func nothingToFollow(j *structs.Job, ran bool) error {
+	if ran {
+		return fmt.Errorf("job %s is %s: none of its tasks runs, so there is nothing to follow: coordinator job logs %s shows their output", j.ID, j.State, j.ID)
+	}
+	why := ""
+	if j.Reason != "" && !strings.EqualFold(j.Reason, string(j.State)) {
+		why = " (" + j.Reason + ")"
+	}
+	return fmt.Errorf("job %s is %s%s and never ran a task: there is no output to follow", j.ID, j.State, why)
+}
+
+// pause waits --interval, or returns the error of Ctrl-C.
+func pause(c *cli.Context, id structs.JobID) error {
+	t := time.NewTimer(c.Duration("interval"))
+	defer t.Stop()
+	select {
+	case <-c.Context.Done():
+		return fmt.Errorf("wait for job %s to be placed: %w", id, c.Context.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+// followReplicas streams the output of job id's live replicas (the
+// current attempt's tasks that hold resources; a Spark job's executors
+// are no replicas), each line prefixed with its task, "[TASK] ", as
+// kubectl logs --prefix does. A replica placed meanwhile (a service's
+// replica placed again, a restarted job's) is followed too, once it is
+// placed; an ended one, whose stream has nothing more, never. It returns
+// when the job has ended and each stream has, or on Ctrl-C.
+func followReplicas(c *cli.Context, cl *client.Client, id structs.JobID) error {
+	out := &lineMux{w: c.App.Writer}
+	followed := map[structs.TaskID]bool{}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	said := false
+	for {
+		st, err := cl.Job(c.Context, id)
+		if c.Context.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		j := st.Job
+		ran := false
+		for _, t := range st.Tasks {
+			ran = ran || t.Executor == ""
+			if t.Executor != "" || t.Attempt != j.Attempt || !t.State.HoldsResources() || followed[t.ID] {
+				continue
+			}
+			followed[t.ID] = true
+			wg.Add(1)
+			go func(task structs.TaskID) {
+				defer wg.Done()
+				w := out.prefixed("[" + string(task) + "] ")
+				err := cl.LogsWith(c.Context, id, client.LogOptions{Task: string(task), Follow: true}, w)
+				w.Close()
+				if err != nil {
+					fmt.Fprintf(c.App.ErrWriter, "coordinator: job logs: task %s: %v\n", task, err)
+				}
+			}(t.ID)
+		}
+		switch {
+		case j.State.Ended() && len(followed) == 0:
+			return nothingToFollow(j, ran)
+		case j.State.Ended():
+			return nil // once the streams have ended (deferred)
+		case len(followed) == 0 && !said:
+			fmt.Fprintf(c.App.ErrWriter, "waiting for job %s to be placed (%s); Ctrl-C stops waiting\n", id, j.State)
+			said = true
+		}
+		if err := pause(c, id); err != nil {
+			return nil // Ctrl-C: the streams end with it
+		}
+	}
+}
+
+// lineMux writes whole lines from several streams to one writer, so that
+// their lines never mix.
+type lineMux struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (m *lineMux) prefixed(prefix string) *prefixWriter {
+	return &prefixWriter{m: m, prefix: []byte(prefix)}
+}
+
+// maxLine bounds the part of a line a prefixWriter holds back: a longer
+// line is written in pieces of this size, each with the prefix.
+const maxLine = 64 << 10
+
+// prefixWriter writes each line of one stream to its lineMux, prefixed;
+// a line without its newline yet waits for it (Close writes it).
+type prefixWriter struct {
+	m      *lineMux
+	prefix []byte
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 && len(p.buf) < maxLine {
+			return len(b), nil
+		}
+		if i < 0 {
+			i = maxLine - 1
+		}
+		if err := p.line(p.buf[:i+1]); err != nil {
+			return len(b), err
+		}
+		p.buf = p.buf[i+1:]
+	}
+}
+
+// Close writes what is left of the last line, ending it.
+func (p *prefixWriter) Close() {
+	if len(p.buf) > 0 {
+		_ = p.line(p.buf)
+		p.buf = nil
+	}
+}
+
+func (p *prefixWriter) line(b []byte) error {
+	l := append(append([]byte(nil), p.prefix...), b...)
+	if l[len(l)-1] != '\n' {
+		l = append(l, '\n')
+	}
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	_, err := p.m.w.Write(l)
+	return err
 }

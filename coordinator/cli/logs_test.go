@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,9 +47,11 @@ func devCLI(t *testing.T) func(stdout, stderr io.Writer, args ...string) error {
 // submit`, before the job has a task, waits for it (saying so on stderr)
 // and then streams the task's output until it ends; it failed with "job
 // has 0 tasks: pick one with --task" (found by a new user). A job of two
-// replicas asks for --task, naming its tasks once placed, unless it is
-// an MPI job (its launcher's is followed); a job that ended before it ran
-// says there is nothing to follow.
+// replicas, or a service, has each live replica followed, each line
+// prefixed with its task, and a replica placed again followed in its
+// turn (it offered dead tasks), unless it is an MPI job (its launcher's
+// is followed); a job that ended before it ran says there is nothing to
+// follow.
 func TestLogsFollowWaitsForThePlacement(t *testing.T) {
 	cli := devCLI(t)
 	var out bytes.Buffer
@@ -83,39 +87,67 @@ func TestLogsFollowWaitsForThePlacement(t *testing.T) {
 	}
 	assert.Equal(t, "one\ntwo\n", stdout.String())
 
-	// Two replicas, none placed: --task is needed, and that is said at
-	// once rather than waited for.
+	// Two replicas, none placed: waited for like one; cancelled before
+	// it ran, nothing to follow.
 	two := submit("kind: command\nname: pair\nreplicas: 2\nselector: never=yes\ncommand: [echo]\nresources: {cpu: 1}\n")
-	err := cli(io.Discard, io.Discard, "job", "logs", "-f", two)
-	require.Error(t, err)
-	assert.Equal(t, "job logs -f follows one task and job "+two+" has 2 replicas, none placed yet (Pending): pick one with --task once coordinator job status "+two+" lists them", err.Error())
-
-	// Cancelled before it ran: nothing to follow, said at once.
+	stderr = testlog.Buffer{}
+	go func() { done <- cli(io.Discard, &stderr, "job", "logs", "-f", "--interval", "10ms", two) }()
+	require.Eventually(t, func() bool { return stderr.String() != "" }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, "waiting for job "+two+" to be placed (Pending); Ctrl-C stops waiting\n", stderr.String())
 	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", two))
+	err := <-done
+	require.Error(t, err)
+	assert.Equal(t, "job "+two+" is Cancelled and never ran a task: there is no output to follow", err.Error())
 	lone := submit("kind: command\nname: lone\nselector: never=yes\ncommand: [echo]\nresources: {cpu: 1}\n")
 	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", lone))
 	err = cli(io.Discard, io.Discard, "job", "logs", "-f", lone)
 	require.Error(t, err)
 	assert.Equal(t, "job "+lone+" is Cancelled and never ran a task: there is no output to follow", err.Error())
 
-	// Placed, two replicas: the error names both tasks.
-	pair := submit("kind: command\nname: pair2\nreplicas: 2\ncommand: [sh, -c, 'exec sleep 60']\nresources: {cpu: 1}\n")
-	var status bytes.Buffer
-	require.Eventually(t, func() bool {
-		status.Reset()
-		return cli(&status, io.Discard, "job", "status", pair) == nil && strings.Count(status.String(), pair+"-") == 2
-	}, 10*time.Second, 10*time.Millisecond)
+	// Two replicas placed: both followed, each line saying its task,
+	// until the job ends.
+	pair := submit("kind: command\nname: pair2\nreplicas: 2\ncommand: [sh, -c, 'echo replica $ATOM_REPLICA; exec sleep 60']\nresources: {cpu: 1}\n")
+	stdout = testlog.Buffer{}
+	go func() { done <- cli(&stdout, io.Discard, "job", "logs", "-f", "--interval", "10ms", pair) }()
+	require.Eventually(t, func() bool { return strings.Count(stdout.String(), "\n") == 2 }, 10*time.Second, 10*time.Millisecond)
+	assert.Regexp(t, `^(\[`+pair+`-0-\w+\] replica 0\n\[`+pair+`-1-\w+\] replica 1\n|\[`+pair+`-1-\w+\] replica 1\n\[`+pair+`-0-\w+\] replica 0\n)$`, stdout.String())
+	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", pair))
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("job logs -f did not end with the job")
+	}
+	require.NoError(t, cli(io.Discard, io.Discard, "job", "logs", "--task", "1", pair), "a replica index names its task")
+	// Once its tasks have stopped, there is nothing to follow.
 	err = cli(io.Discard, io.Discard, "job", "logs", "-f", pair)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "job logs -f follows one task and job "+pair+" has 2 replicas: pick one with --task: a replica index (0 to 1) or one of its live tasks: "+pair+"-0-")
-	assert.Contains(t, err.Error(), ", "+pair+"-1-")
-	require.NoError(t, cli(io.Discard, io.Discard, "job", "logs", "--task", "1", pair), "a replica index names its task")
-	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", pair))
-	// Once its tasks have stopped, none is offered.
-	require.Eventually(t, func() bool {
-		err = cli(io.Discard, io.Discard, "job", "logs", "-f", pair)
-		return err != nil && err.Error() == "job "+pair+" is Cancelled: none of its tasks runs, so there is nothing to follow: coordinator job logs "+pair+" shows their output"
-	}, 10*time.Second, 10*time.Millisecond, "%v", err)
+	assert.Equal(t, "job "+pair+" is Cancelled: none of its tasks runs, so there is nothing to follow: coordinator job logs "+pair+" shows their output", err.Error())
+
+	// A service's replica that exits is placed again: the follower goes
+	// on with the new task, not the dead one.
+	dir := t.TempDir()
+	svc := submit("kind: service\nname: flaky\ncommand: [sh, -c, 'echo up $ATOM_TASK_ID; [ -e " + dir + "/again ] && exec sleep 60; " +
+		"until [ -e " + dir + "/go ]; do sleep 0.01; done; : > " + dir + "/again; exit 3']\nresources: {cpu: 1}\n")
+	stdout = testlog.Buffer{}
+	go func() { done <- cli(&stdout, io.Discard, "job", "logs", "-f", "--interval", "10ms", svc) }()
+	require.Eventually(t, func() bool { return strings.Count(stdout.String(), "\n") == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o600))
+	require.Eventually(t, func() bool { return strings.Count(stdout.String(), "\n") == 2 }, 10*time.Second, 10*time.Millisecond)
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	for _, l := range lines {
+		task, rest, ok := strings.Cut(strings.TrimPrefix(l, "["), "] ")
+		require.True(t, ok, l)
+		assert.Equal(t, "up "+task, rest, "each line says its task")
+	}
+	assert.NotEqual(t, lines[0][:strings.Index(lines[0], "]")], lines[1][:strings.Index(lines[1], "]")], "the new replica's task")
+	require.NoError(t, cli(io.Discard, io.Discard, "job", "cancel", svc))
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("job logs -f did not end with the service")
+	}
 
 	// An MPI job: its launcher, replica 0, carries every rank's output.
 	// (Run bare here: each replica runs the command.)
