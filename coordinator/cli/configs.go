@@ -37,7 +37,7 @@ func configCommand(kind structs.ConfigKind) *cli.Command {
 			{Name: "create", Usage: "create one", ArgsUsage: "NAME", Flags: dataFlags, Action: configPut(kind, true),
 				UsageText: fmt.Sprintf("coordinator %s create NAME --from-file KEY=PATH ... [--from-literal KEY=VALUE ...] [--project P | --user U]", kind)},
 			get,
-			{Name: "list", Usage: "list yours and your projects' (admins: everyone's)", Flags: []cli.Flag{projectFlag, userFlag, outputFlag()}, Action: configList(kind)},
+			{Name: "list", Usage: "list yours and your projects' (admins: everyone's); a long KEYS or USED BY cell ends 'and N more': get NAME lists them all", Flags: []cli.Flag{projectFlag, userFlag, outputFlag()}, Action: configList(kind)},
 			{Name: "update", Usage: "replace its data with the given keys (a new version; running tasks keep theirs: coordinator service restart ID)", ArgsUsage: "NAME",
 				Flags: dataFlags, Action: configPut(kind, false)},
 			{Name: "delete", Usage: "delete one no job that has not ended uses", ArgsUsage: "NAME", Flags: []cli.Flag{projectFlag, userFlag}, Action: configDelete(kind)},
@@ -326,7 +326,11 @@ func configList(kind structs.ConfigKind) cli.ActionFunc {
 				for i, k := range v.Keys {
 					keys[i] = k.Key
 				}
-				cells := []any{v.Name, v.Owner, v.Version, strings.Join(keys, ","), size(v.Keys), when(v.Updated), joinJobs(v.UsedBy)}
+				jobs := make([]string, len(v.UsedBy))
+				for i, id := range v.UsedBy {
+					jobs[i] = string(id)
+				}
+				cells := []any{v.Name, v.Owner, v.Version, fit(keys, listWidth), size(v.Keys), when(v.Updated), fit(jobs, listWidth)}
 				if kind == structs.ConfigKindSecret {
 					cells = append(cells, v.SealedWith)
 				}

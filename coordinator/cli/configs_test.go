@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,4 +147,31 @@ func TestConfigCommandsOfAnotherUser(t *testing.T) {
 	assert.Equal(t, "secret token of user:u1 deleted\n", must(t, e, "admin", "secret", "delete", "--user", "u1", "token"))
 	_, err = run(t, e, "u1", "config", "get", "notes")
 	assert.ErrorContains(t, err, "config notes of user:u1 not found")
+}
+
+// config list with a config of many keys (--from-file DIR) shows as many
+// of them as fit and how many more, so that the other rows' columns stay
+// on the screen; config get and -o json list them all. It printed every
+// key in the KEYS cell, and every row was padded to the longest.
+func TestConfigListFitsManyKeys(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	dir := t.TempDir()
+	for i := range 25 {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("settings-%02d.yaml", i)), []byte("x\n"), 0o600))
+	}
+	must(t, e, "u1", "config", "create", "big", "--from-file", dir)
+	must(t, e, "u1", "config", "create", "small", "--from-literal", "a=1", "--from-literal", "b=2")
+	assert.Equal(t, "NAME   OWNER    VERSION  KEYS                                            BYTES  UPDATED              USED BY\n"+
+		"big    user:u1  1        settings-00.yaml, settings-01.yaml and 23 more  50     2026-03-01 09:00:00  -\n"+
+		"small  user:u1  1        a, b                                            2      2026-03-01 09:00:00  -\n",
+		must(t, e, "u1", "config", "list"))
+	assert.Contains(t, must(t, e, "u1", "config", "get", "big"), "settings-24.yaml  2\n")
+	assert.Contains(t, must(t, e, "u1", "config", "list", "-o", "json"), `"settings-24.yaml"`)
+
+	assert.Equal(t, "a, b", fit([]string{"a", "b"}, 4))
+	assert.Equal(t, "a and 1 more", fit([]string{"a", "b"}, 3), "one name at least")
+	four := []string{"alpha", "beta", "gamma", "delta"}
+	assert.Equal(t, "alpha, beta, gamma, delta", fit(four, 25))
+	assert.Equal(t, "alpha, beta and 2 more", fit(four, 24))
+	assert.Equal(t, "alpha and 3 more", fit(four, 21))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -141,4 +142,24 @@ func resourceList(l structs.ResourceList) string {
 		out = append(out, k+"="+amount(structs.ResourceKey(k), l[structs.ResourceKey(k)]))
 	}
 	return strings.Join(out, " ")
+}
+
+// listWidth bounds a list cell of a table (a config's keys, the jobs
+// that use it), so that one long row does not push every row's next
+// columns off the screen.
+const listWidth = 48
+
+// fit joins names with ", " in at most width characters: as many as fit,
+// then "and N more" (at least one name, however long).
+func fit(names []string, width int) string {
+	all := strings.Join(names, ", ")
+	if utf8.RuneCountInString(all) <= width {
+		return all
+	}
+	for k := len(names) - 1; k > 1; k-- {
+		if s := fmt.Sprintf("%s and %d more", strings.Join(names[:k], ", "), len(names)-k); utf8.RuneCountInString(s) <= width {
+			return s
+		}
+	}
+	return fmt.Sprintf("%s and %d more", names[0], len(names)-1)
 }
