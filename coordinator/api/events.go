@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -53,8 +54,9 @@ func parseEventQuery(r *http.Request) (eventQuery, error) {
 
 func (q eventQuery) match(e structs.Event) bool { return e.Seq > q.seq && !e.Time.Before(q.time) }
 
-// pick appends to l the newest q.limit events of evs (oldest first) that
-// q and keep match.
+// pick sets l's events to the newest q.limit events of evs (in the order
+// recorded) that q and keep match, in the order they happened
+// (structs.CompareEvents).
 func (q eventQuery) pick(l *wire.EventList, evs []structs.Event, keep func(structs.Event) bool) {
 	var out []structs.Event
 	for i := len(evs) - 1; i >= 0; i-- {
@@ -72,6 +74,7 @@ func (q eventQuery) pick(l *wire.EventList, evs []structs.Event, keep func(struc
 	for i, e := range out {
 		l.Events[len(out)-1-i] = e
 	}
+	slices.SortFunc(l.Events, structs.CompareEvents)
 }
 
 // jobEvents: GET /v1/jobs/{id}/events?since=&limit=: the job's events,

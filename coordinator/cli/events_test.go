@@ -87,3 +87,40 @@ func TestTimeColumns(t *testing.T) {
 	e.Store.Report(t, "two-00001-0-a0", structs.TaskSucceeded, apitest.T0.Add(100*time.Second))
 	assert.Contains(t, must(t, e, "u1", "job", "list"), "Succeeded  2         cpu=1 memory=1Gi  3m12s  90s\n")
 }
+
+// job events lists a job's events in the order they happened: by time,
+// then in the order the coordinator recorded them, in the table and in
+// -o json alike. Here replica 1 started first but its report came last;
+// the job runs from its last replica's start. They were listed in the
+// order recorded, replica 0's start first, and the job ran from the
+// time of the last report.
+func TestJobEventsInTheOrderTheyHappened(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: pair, priority: low, replicas: 2, resources: {cpu: "1", memory: 1Gi}}`))
+	e.Store.Schedule(t, apitest.T0)
+	e.Store.Report(t, "pair-00001-0-a0", structs.TaskRunning, apitest.T0.Add(10*time.Second))
+	e.Store.Report(t, "pair-00001-1-a0", structs.TaskRunning, apitest.T0.Add(5*time.Second))
+
+	assert.Equal(t, ""+
+		"TIME                 EVENT      ATTEMPT  MESSAGE\n"+
+		"2026-03-01 09:00:00  Submitted  0        submitted by u1: low priority, 2 replica(s) of cpu=1 memory=1Gi\n"+
+		"2026-03-01 09:00:00  Placed     0        replica 0 placed on c1: cpu=1 memory=1Gi\n"+
+		"2026-03-01 09:00:00  Placed     0        replica 1 placed on c1: cpu=1 memory=1Gi\n"+
+		"2026-03-01 09:00:05  Started    0        replica 1 started on c1\n"+
+		"2026-03-01 09:00:10  Started    0        replica 0 started on c1\n"+
+		"2026-03-01 09:00:10  Running    0        running: 2 replica(s) started\n",
+		must(t, e, "u1", "job", "events", "pair-00001"))
+	var l wire.EventList
+	require.NoError(t, json.Unmarshal([]byte(must(t, e, "u1", "job", "events", "-o", "json", "pair-00001")), &l))
+	var got []string
+	for _, ev := range l.Events {
+		got = append(got, ev.Time.Format("05")+" "+string(ev.Type)+" "+string(ev.Task))
+	}
+	assert.Equal(t, []string{"00 Submitted ", "00 Placed pair-00001-0-a0", "00 Placed pair-00001-1-a0",
+		"05 Started pair-00001-1-a0", "10 Started pair-00001-0-a0", "10 Running "}, got)
+	assert.Contains(t, must(t, e, "u1", "job", "status", "pair-00001"), "Started:    2026-03-01 09:00:10\n")
+	assert.Contains(t, must(t, e, "admin", "events"), ""+
+		"2026-03-01 09:00:05  pair-00001  Started    replica 1 started on c1\n"+
+		"2026-03-01 09:00:10  pair-00001  Started    replica 0 started on c1\n"+
+		"2026-03-01 09:00:10  pair-00001  Running    running: 2 replica(s) started\n", "the cluster's events too")
+}

@@ -73,8 +73,11 @@ func (s *State) taskEvent(e structs.TaskEvent) {
 			s.record(taskEventOf(e.Time, t, structs.EventStarted, "%s started on %s", replicaName(t), t.Node))
 		}
 		if j != nil && j.State == structs.JobScheduled && s.allRunning(j) {
-			s.putJob(j.ID, func(j *structs.Job) { j.State, j.StartedAt = structs.JobRunning, e.Time })
-			s.jobEvent(e.Time, j.ID, structs.EventRunning, "running: %d replica(s) started", s.runningReplicas(j))
+			// Running from its last replica's start: a late report may
+			// carry an earlier one.
+			at := s.lastStart(j)
+			s.putJob(j.ID, func(j *structs.Job) { j.State, j.StartedAt = structs.JobRunning, at })
+			s.jobEvent(at, j.ID, structs.EventRunning, "running: %d replica(s) started", s.runningReplicas(j))
 		}
 		if started && j != nil && s.replicaBack(j, t) {
 			s.putJob(j.ID, func(j *structs.Job) { j.Reason = "" })
@@ -212,6 +215,18 @@ func (s *State) runningReplicas(j *structs.Job) int {
 		}
 	}
 	return n
+}
+
+// lastStart is when the last running replica of j's current attempt
+// started.
+func (s *State) lastStart(j *structs.Job) time.Time {
+	var at time.Time
+	for _, t := range s.TasksOf(j.ID) {
+		if t.Attempt == j.Attempt && t.State == structs.TaskRunning && t.Executor == "" && t.StartedAt.After(at) {
+			at = t.StartedAt
+		}
+	}
+	return at
 }
 
 // replicaBack reports whether replica t of running job j, which has just

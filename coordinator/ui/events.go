@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/api"
@@ -53,7 +54,8 @@ func notable(t structs.EventType) bool {
 	return false
 }
 
-// recentEvents reads the newest notable events of the jobs v may see.
+// recentEvents reads the newest notable events of the jobs v may see,
+// newest first (structs.CompareEvents, reversed).
 func recentEvents(st *state.State, v api.Viewer, n int) []structs.Event {
 	var out []structs.Event
 	for i := len(st.Recent) - 1; i >= 0 && len(out) < n; i-- {
@@ -62,5 +64,6 @@ func recentEvents(st *state.State, v api.Viewer, n int) []structs.Event {
 			out = append(out, e)
 		}
 	}
+	slices.SortFunc(out, func(a, b structs.Event) int { return structs.CompareEvents(b, a) })
 	return out
 }

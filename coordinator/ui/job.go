@@ -37,7 +37,7 @@ type jobView struct {
 	Pending                                    bool
 	Why                                        whyView
 	Tasks                                      []taskRow
-	Events                                     []eventRow // newest first
+	Events                                     []eventRow // as they happened, oldest first (as job events)
 	EventsDropped                              int        // older events no longer kept
 	Spec                                       string
 	LogTask                                    string // the task whose log shows first
@@ -108,12 +108,11 @@ func (s *server) jobEvents(r *http.Request, u *session, v *jobView, now time.Tim
 		return ok
 	}
 	ended := map[structs.TaskID]time.Time{}
-	for i := len(l.Events) - 1; i >= 0; i-- {
-		e := l.Events[i]
+	for _, e := range l.Events {
 		v.Events = append(v.Events, newEventRow(e, now, visible))
 		switch e.Type {
 		case structs.EventSucceeded, structs.EventFailed, structs.EventStopped, structs.EventLost:
-			if e.Task != "" {
+			if _, seen := ended[e.Task]; e.Task != "" && !seen {
 				ended[e.Task] = e.Time
 			}
 		}

@@ -269,3 +269,25 @@ quotas:
 	e.store.Report(t, low.ID, structs.TaskFailed, apitest.T0.Add(2*time.Minute))
 	assert.Contains(t, e.page(t, "u1", "/ui/jobs/low-1"), `<td>2026-03-01 09:00:00</td><td>2026-03-01 09:02:00</td>`, "started, ended")
 }
+
+// The job page lists the job's events in the order they happened, as
+// job events does: by time, then as recorded. Replica 1 started first,
+// reported last. The page listed them newest recorded first.
+func TestJobPageEventsInTheOrderTheyHappened(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	e.submit(t, "u1", "pair-1", `{kind: command, name: pair, replicas: 2, command: [sleep, "1"], resources: {cpu: "1"}}`)
+	e.store.Schedule(t, apitest.T0)
+	e.store.Report(t, "pair-1-0-a0", structs.TaskRunning, apitest.T0.Add(10*time.Second))
+	e.store.Report(t, "pair-1-1-a0", structs.TaskRunning, apitest.T0.Add(5*time.Second))
+
+	body := e.page(t, "u1", "/ui/jobs/pair-1")
+	_, events, ok := strings.Cut(body, "<h2>Events")
+	require.True(t, ok, body)
+	var got []string
+	for _, m := range regexp.MustCompile(`<td class="when">[^<]*:(\d\d)</td>.*?<span class="ev [^"]*">(\w+)</span></td>\s*<td>([^<]*)</td>`).FindAllStringSubmatch(events, -1) {
+		got = append(got, m[1]+" "+m[2]+" "+m[3])
+	}
+	assert.Equal(t, []string{"00 Submitted ", "00 Placed pair-1-0-a0", "00 Placed pair-1-1-a0",
+		"05 Started pair-1-1-a0", "10 Started pair-1-0-a0", "10 Running "}, got)
+}

@@ -1,6 +1,9 @@
 package structs
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // EventType names what happened to a job or one of its tasks, as a
 // Kubernetes Event's reason does: one CamelCase word.
@@ -58,4 +61,15 @@ type Event struct {
 	// Freed, on Preempted and Preempting events, is what the victim's
 	// stopped tasks held, summed over them.
 	Freed *Resources `json:"freed,omitempty"`
+}
+
+// CompareEvents orders events as they happened: by time, then in the
+// order they were recorded (Seq). The time a task event carries is its
+// node's, reported later, so the order recorded alone can put a task's
+// start after a later event.
+func CompareEvents(a, b Event) int {
+	if c := a.Time.Compare(b.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Seq, b.Seq)
 }

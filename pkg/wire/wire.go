@@ -172,7 +172,7 @@ type Peer struct {
 }
 
 // EventList answers GET /v1/events and GET /v1/jobs/{id}/events: events
-// oldest first (structs.Event).
+// in the order they happened, oldest first (structs.CompareEvents).
 type EventList struct {
 	// Job is set on a job's events.
 	Job    structs.JobID   `json:"job,omitempty"`
