@@ -30,7 +30,7 @@ func TestFairShareCommands(t *testing.T) {
 	e.Store.Must(t, &state.UsageAccrue{Now: start.Add(time.Hour)})
 
 	small := func(name string) string {
-		return file(t, `{kind: command, name: `+name+`, resources: {accelerators: {type: A100, count: 1}}}`)
+		return file(t, `{kind: command, name: `+name+`, command: [true], resources: {accelerators: {type: A100, count: 1}}}`)
 	}
 	must(t, e, "u1", "job", "submit", "-f", small("a"))
 	must(t, e, "u1", "job", "submit", "-f", small("b"))
