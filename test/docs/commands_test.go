@@ -59,7 +59,7 @@ func TestShownCommandsExist(t *testing.T) {
 			}
 		}
 	}
-	assert.Greater(t, checked, 20, "the README's commands are checked")
+	assert.GreaterOrEqual(t, checked, 10, "the README's commands are checked")
 
 	// The README's CLI table: its first column's commands, each
 	// alternative (pool list\|set) of each.

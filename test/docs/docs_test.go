@@ -164,8 +164,19 @@ func TestRelativeLinksResolve(t *testing.T) {
 // clusters:).
 func TestShownSpecsParse(t *testing.T) {
 	checked := 0
+	readmeKinds := map[string]bool{}
 	for _, f := range markdown(t) {
 		for _, b := range read(t, f).blocks {
+			if shellLangs[b.lang] {
+				// A spec written with a here-document (cat > x.yaml <<'YAML').
+				for _, m := range hereDoc.FindAllStringSubmatch(b.text, -1) {
+					if m[1] == m[3] && strings.HasPrefix(m[2], "kind:") {
+						checked++
+						assert.NoError(t, parseJob(m[2]), "%s:%d:\n%s", f, b.line, m[2])
+						readmeKinds[kindOf(m[2])] = readmeKinds[kindOf(m[2])] || f == "README.md"
+					}
+				}
+			}
 			if b.lang != "yaml" {
 				continue
 			}
@@ -175,6 +186,7 @@ func TestShownSpecsParse(t *testing.T) {
 			switch {
 			case strings.HasPrefix(first, "kind:"):
 				err = parseJob(b.text)
+				readmeKinds[kindOf(b.text)] = readmeKinds[kindOf(b.text)] || f == "README.md"
 			case strings.HasPrefix(first, "mpi:"):
 				err = parseJob("kind: mpi\nname: doc\ncommand: [./train]\nreplicas: 2\nresources: {cpu: \"1\"}\n" + b.text)
 			case strings.HasPrefix(first, "spark:"):
@@ -188,7 +200,20 @@ func TestShownSpecsParse(t *testing.T) {
 			assert.NoError(t, err, "%s:\n%s", where, b.text)
 		}
 	}
-	assert.GreaterOrEqual(t, checked, 4, "the README's job specs, one per kind, are checked")
+	assert.GreaterOrEqual(t, checked, 4)
+	for _, k := range []string{"mpi", "spark", "service", "command"} {
+		assert.True(t, readmeKinds[k], "the README shows a %s job", k)
+	}
+}
+
+// hereDoc is a here-document of a shell block: <<'END' ... END.
+var hereDoc = regexp.MustCompile(`<<'?(\w+)'?\n((?s:.*?))\n(\w+)\n`)
+
+// kindOf is a spec's kind: its first line's value.
+func kindOf(spec string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(spec), "\n")
+	kind, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(first, "kind:")), " ")
+	return kind
 }
 
 func parseJob(text string) error {
