@@ -68,6 +68,10 @@ type Input struct {
 	// instead of losing only the replicas a preemptor needs: the victim
 	// choice of earlier releases, for comparisons (make sim).
 	WholeServices bool
+	// ResourcesBeforeWork ranks victim sets by the accelerators and CPU
+	// they free before the work they lose: the victim choice of earlier
+	// releases, for comparisons (make sim).
+	ResourcesBeforeWork bool
 	// Seed is reserved for randomised tie-breaks (e.g. the snapshot
 	// index). Today's policy breaks ties by node order and does not read it.
 	Seed uint64

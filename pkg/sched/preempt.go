@@ -9,7 +9,8 @@ import (
 
 // preempt finds the low work in pools whose eviction makes a's job j
 // fit, never more than needed: for a single replica, the node needing the
-// fewest victims (then the least resources, then the least work lost);
+// fewest victims (then the least work lost, then the least resources:
+// cost);
 // for gangs, victims added most recently started first until the gang
 // fits, then pruned. Victims are whole jobs, but a low service loses only
 // the replicas needed (candidates). If j still cannot fit, nothing is
@@ -117,7 +118,7 @@ func (w *world) victimsOneNode(c *jobCtx, cands []*victim) []*victim {
 		if set == nil {
 			continue
 		}
-		sc := setCost(set)
+		sc := w.setCost(set)
 		if best == nil || sc.less(bestCost) {
 			best, bestCost = set, sc
 		}
@@ -135,8 +136,8 @@ func (w *world) victimsGang(c *jobCtx, cands []*victim, missing []int) []*victim
 	return w.cheapestSet(cands, fits)
 }
 
-// cheapestSet returns the cheaper (fewest victims, then fewest resources)
-// of two minimal sets: one built from the most recently started victims
+// cheapestSet returns the cheaper (cost: fewest victims, then least work
+// lost) of two minimal sets: one built from the most recently started victims
 // first (least work lost), one from the largest first (fewest victims).
 func (w *world) cheapestSet(cands []*victim, fits func() bool) []*victim {
 	recent := w.minimalSet(cands, fits)
@@ -151,7 +152,7 @@ func (w *world) cheapestSet(cands []*victim, fits func() bool) []*victim {
 		return cmp.Compare(b.cpu, a.cpu)
 	})
 	large := w.minimalSet(bySize, fits)
-	if large != nil && setCost(large).less(setCost(recent)) {
+	if large != nil && w.setCost(large).less(w.setCost(recent)) {
 		return large
 	}
 	return recent

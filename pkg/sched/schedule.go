@@ -30,7 +30,7 @@ import (
 //  6. explain every job left pending.
 func Schedule(snap *Snapshot, in Input) *Plan {
 	w := newWorld(snap)
-	w.now, w.wholeServices = in.Now, in.WholeServices
+	w.now, w.wholeServices, w.resourcesFirst = in.Now, in.WholeServices, in.ResourcesBeforeWork
 	plan := &Plan{Index: snap.Index, Pending: make(map[structs.JobID]*Why, len(in.Pending)/2)}
 
 	// 1. Reservations survive while their job is pending and the node ready.

@@ -28,7 +28,7 @@ func (w *world) victimsTopo(c *jobCtx, cands []*victim, n int) []*victim {
 					continue
 				}
 				set := w.cheapestSet(byDom[d], fits)
-				if set != nil && (best == nil || setCost(set).less(setCost(best))) {
+				if set != nil && (best == nil || w.setCost(set).less(w.setCost(best))) {
 					best, bestDom = set, d
 				}
 			}

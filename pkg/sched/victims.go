@@ -211,20 +211,26 @@ func (w *world) unevict(v *victim) {
 }
 
 // cost is what evicting a set loses, compared in order: jobs touched,
-// accelerators, CPU, work run (accelerator-seconds).
+// work run (accelerator-seconds), accelerators, CPU. Work comes before
+// resources: freeing more than needed loses nothing (the rest is free
+// for others), stopping older work loses what it ran. Earlier releases
+// (resourcesFirst) compared accelerators and CPU before work.
 type cost [4]int64
 
-func setCost(set []*victim) cost {
-	var c cost
+func (w *world) setCost(set []*victim) cost {
+	var jobs, accels, cpu, work int64
 	for i, v := range set {
 		if !slices.ContainsFunc(set[:i], func(o *victim) bool { return o.job.ID == v.job.ID }) {
-			c[0]++
+			jobs++
 		}
-		c[1] += v.accels
-		c[2] += v.cpu
-		c[3] += v.work
+		accels += v.accels
+		cpu += v.cpu
+		work += v.work
 	}
-	return c
+	if w.resourcesFirst {
+		return cost{jobs, accels, cpu, work}
+	}
+	return cost{jobs, work, accels, cpu}
 }
 
 func (a cost) less(b cost) bool { return slices.Compare(a[:], b[:]) < 0 }

@@ -40,15 +40,18 @@ type world struct {
 	now        time.Time // the decision's time (Input.Now)
 	// wholeServices makes low services victims whole (Input.WholeServices).
 	wholeServices bool
-	usage         map[structs.Scope]structs.ResourceList
-	holds         []Reservation
-	selCache      map[string][]int8 // selector -> per node 0 unknown, 1 match, 2 no
-	lvlCache      map[levelKey]levelSet
-	lowTasks      int     // live low-priority tasks anywhere (0: skip preemption)
-	seq           []int   // 0, 1, 2, ...: shared, read-only replica indices
-	allCl         []int16 // every cluster index, shared, read-only
-	ctx           jobCtx  // scratch placement context (see newCtx)
-	ectx          jobCtx  // scratch context of a spark job's executors (see newCtx)
+	// resourcesFirst ranks victim sets as earlier releases did
+	// (Input.ResourcesBeforeWork).
+	resourcesFirst bool
+	usage          map[structs.Scope]structs.ResourceList
+	holds          []Reservation
+	selCache       map[string][]int8 // selector -> per node 0 unknown, 1 match, 2 no
+	lvlCache       map[levelKey]levelSet
+	lowTasks       int     // live low-priority tasks anywhere (0: skip preemption)
+	seq            []int   // 0, 1, 2, ...: shared, read-only replica indices
+	allCl          []int16 // every cluster index, shared, read-only
+	ctx            jobCtx  // scratch placement context (see newCtx)
+	ectx           jobCtx  // scratch context of a spark job's executors (see newCtx)
 	// execJobs caches, per spark job, the one-replica job standing for
 	// one of its executors (executorJob).
 	execJobs map[*structs.Job]*structs.Job

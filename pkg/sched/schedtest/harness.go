@@ -37,8 +37,9 @@ type Harness struct {
 	// ended: the usage is checked against the usage recomputed from all
 	// tasks.
 	ended []*structs.Task
-	// WholeServices is the option every cycle runs with (sched.Input).
-	WholeServices bool
+	// WholeServices and ResourcesBeforeWork are the options every cycle
+	// runs with (sched.Input).
+	WholeServices, ResourcesBeforeWork bool
 }
 
 // New returns a harness over nodes with a fixed clock.
@@ -202,7 +203,7 @@ func (h *Harness) Cycle() *sched.Plan {
 	h.seq++
 	h.Snap.Index = uint64(h.seq)
 	h.Snap.FairShare = sched.Positions(&h.FairUsage, func(s structs.Scope) float64 { return h.Weights[s] }, h.Snap.Jobs, h.FairShare.AgingOrDefault())
-	p := sched.Schedule(h.Snap, sched.Input{Pending: h.Pending(), Now: h.Now, Seed: uint64(h.seq), WholeServices: h.WholeServices})
+	p := sched.Schedule(h.Snap, sched.Input{Pending: h.Pending(), Now: h.Now, Seed: uint64(h.seq), WholeServices: h.WholeServices, ResourcesBeforeWork: h.ResourcesBeforeWork})
 	h.Last = p
 	h.Apply(p)
 	return p
