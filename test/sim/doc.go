@@ -100,12 +100,23 @@
 //     (engine_atom.go). Quota, fair-share usage, order, placement,
 //     preemption and requeueing are theirs; the replay adds no rule. atom
 //     orders each priority by fair share (every tenant weight 1, the
-//     default half-life and aging), and the public pool has a minimum
-//     runtime of 10 minutes (-min-runtime; the value DESIGN §4 gives as an
-//     example). atom-fifo is the order and victim choice from before: the
-//     snapshot's fair-share positions are dropped, so each priority goes
-//     oldest first; no minimum runtime; a low service is a victim whole
-//     (sched.Input.WholeServices; every job here has one replica).
+//     default half-life and aging) and chooses victims losing the least
+//     work; the public pool has no minimum runtime, as pools have unless
+//     an admin sets one (-min-runtime sets it). atom-fifo is the order and
+//     victim choice from before: the snapshot's fair-share positions are
+//     dropped, so each priority goes oldest first; victim sets are ranked
+//     by the accelerators they free before the work they lose
+//     (sched.Input.ResourcesBeforeWork); a low service is a victim whole
+//     (sched.Input.WholeServices; every job here has one replica, so this
+//     changes nothing); no minimum runtime.
+//   - A minimum runtime costs work here: jobs never checkpoint, so a
+//     protected young job is exactly the one that loses least, and the
+//     preemptor either takes an older victim or waits until a young one
+//     has run the minimum and preempts it then. With -min-runtime 10m atom
+//     loses about 1.8 times the GPU-hours it loses without (victims'
+//     median age 11.5 minutes instead of 2), for 10% fewer preemptions. What
+//     the minimum buys, progress between preemptions for jobs that save a
+//     checkpoint on their notice, is not in this replay.
 //   - first-fit (what a default Kubernetes does), best-fit: kube-scheduler's
 //     queue (priority, then oldest first) over raw requests, the first node
 //     that fits or the one left with the fewest free GPUs; a job that does

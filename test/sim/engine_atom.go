@@ -106,9 +106,10 @@ func (e *stateEngine) cycle(now time.Duration) (placed, preempted []int, err err
 		return nil, nil, nil
 	}
 	start := time.Now()
-	// atom-fifo: a low service is a victim whole, as before a service
-	// lost only the replicas needed.
-	in := sched.Input{Pending: pending, Now: at, Seed: snap.Index, WholeServices: e.fifo}
+	// atom-fifo: the victim choice from before: a low service is a victim
+	// whole, and sets are ranked by what they free before the work they
+	// lose.
+	in := sched.Input{Pending: pending, Now: at, Seed: snap.Index, WholeServices: e.fifo, ResourcesBeforeWork: e.fifo}
 	plan, err := safeSchedule(e.schedule, snap, in)
 	e.CallTime += time.Since(start)
 	e.Calls++
