@@ -240,7 +240,7 @@ func poolList(c *cli.Context) error {
 			return
 		}
 		tw := tab(w)
-		row(tw, "NAME", "PROJECT", "MEMBERS", "LENDS IDLE NODES", "MIN RUNTIME")
+		row(tw, "NAME", "PROJECT", "MEMBERS", "LENDS IDLE NODES", "MIN RUNTIME", "MAX NOTICE")
 		for _, p := range pools {
 			members := make([]string, len(p.Members))
 			for i, m := range p.Members {
@@ -250,7 +250,8 @@ func poolList(c *cli.Context) error {
 			if p.MinRuntime > 0 {
 				run = p.MinRuntime.D().String()
 			}
-			row(tw, p.Name, p.Project, strings.Join(members, ","), p.LendIdle, run)
+			// The longest preemption notice its jobs may ask for.
+			row(tw, p.Name, p.Project, strings.Join(members, ","), p.LendIdle, run, p.MaxNotice())
 		}
 		tw.Flush()
 	})

@@ -292,18 +292,18 @@ func TestAdminCommands(t *testing.T) {
 
 	_, err = run(t, e, "u1", "pool", "set", "-f", file(t, "name: vision\nproject: vision\n"))
 	assert.ErrorContains(t, err, "is for admins")
-	assert.Equal(t, "pool vision set\n", must(t, e, "admin", "pool", "set", "-f", file(t, "name: vision\nproject: vision\nmembers: [u2]\n")))
+	assert.Equal(t, "pool vision set\n", must(t, e, "admin", "pool", "set", "-f", file(t, "name: vision\nproject: vision\nmembers: [u2]\nmaxPreemptNotice: 10m\n")))
 	assert.Equal(t, ""+
-		"NAME        PROJECT     MEMBERS  LENDS IDLE NODES  MIN RUNTIME\n"+
-		"perception  perception  u1,m1    true              -\n"+
-		"vision      vision      u2       false             -\n",
+		"NAME        PROJECT     MEMBERS  LENDS IDLE NODES  MIN RUNTIME  MAX NOTICE\n"+
+		"perception  perception  u1,m1    true              -            5m0s\n"+
+		"vision      vision      u2       false             -            10m0s\n",
 		must(t, e, "u2", "pool", "list"))
 	assert.Equal(t, "pool public set\n", must(t, e, "admin", "pool", "set", "-f", file(t, "name: public\nminRuntime: 10m\n")))
 	assert.Equal(t, ""+
-		"NAME        PROJECT     MEMBERS  LENDS IDLE NODES  MIN RUNTIME\n"+
-		"perception  perception  u1,m1    true              -\n"+
-		"public      -           -        false             10m0s\n"+
-		"vision      vision      u2       false             -\n",
+		"NAME        PROJECT     MEMBERS  LENDS IDLE NODES  MIN RUNTIME  MAX NOTICE\n"+
+		"perception  perception  u1,m1    true              -            5m0s\n"+
+		"public      -           -        false             10m0s        5m0s\n"+
+		"vision      vision      u2       false             -            10m0s\n",
 		must(t, e, "u2", "pool", "list"))
 	_, err = run(t, e, "admin", "pool", "set", "-f", file(t, "name: public\nminRuntime: 25h\n"))
 	assert.ErrorContains(t, err, `minRuntime "25h" is not allowed: use a duration from 0s to 24h, such as 10m (leave it out for none)`)
