@@ -132,11 +132,13 @@ func (s *Server) SetBackend(b Backend) {
 	s.sched.wake()
 }
 
-// drive starts the Scheduled tasks this term placed (and those it
-// inherited that the backend adopts) and stops the Stopping tasks, those
-// it has not handled yet. A failed Start or Stop is retried next cycle; a
-// task that never starts is Lost after the heartbeat TTL.
-func (d *driver) drive() {
+// drive starts the Scheduled tasks of allocs this term placed (and those
+// it inherited that the backend adopts) and stops the Stopping ones,
+// those it has not handled yet; allocs are the cycle's (state.Cycle),
+// tasks in other states are passed over. A failed Start or Stop is
+// retried next cycle; a task that never starts is Lost after the
+// heartbeat TTL.
+func (d *driver) drive(allocs []state.Alloc) {
 	b := d.backend()
 	if b == nil {
 		return
@@ -156,29 +158,29 @@ func (d *driver) drive() {
 	var stops []allocKey
 	seen := make(map[allocKey]bool, len(ls.started)+len(ls.stopped))
 	s := d.s
-	s.fsm.Read(func(st *state.State) {
-		for id, t := range st.Tasks {
-			k := allocKey{id: id, token: st.Tokens[id]}
-			switch t.State {
-			case structs.TaskScheduled:
-				seen[k] = true
-				if !ls.started[k] && !st.Warming(t) {
-					starts = append(starts, start{t: t, j: st.Jobs[t.Job], k: k})
-				}
-			case structs.TaskStopping:
-				seen[k] = true
-				// A preempted task's notice runs first: its atom sends
-				// SIGTERM when it ends, the backend only after.
-				if !ls.stopped[k] && !s.now().Before(t.NoticeUntil) {
-					stops = append(stops, k)
-				}
+	now := s.now()
+	for _, a := range allocs {
+		t := a.Task
+		k := allocKey{id: t.ID, token: a.Token}
+		switch t.State {
+		case structs.TaskScheduled:
+			seen[k] = true
+			if !ls.started[k] && !a.Warming {
+				starts = append(starts, start{t: t, j: a.Job, k: k})
+			}
+		case structs.TaskStopping:
+			seen[k] = true
+			// A preempted task's notice runs first: its atom sends
+			// SIGTERM when it ends, the backend only after.
+			if !ls.stopped[k] && !now.Before(t.NoticeUntil) {
+				stops = append(stops, k)
 			}
 		}
-	})
-	// Asked outside the state's lock, as every Backend call: a backend
-	// may read the state (the daemon's router does), and a read nested
-	// in another waits behind a Raft apply queued between them, which
-	// waits for the outer read: the leader deadlocked.
+	}
+	// Adopts is asked outside the state's lock, as every Backend call: a
+	// backend may read the state (the daemon's router does), and a read
+	// nested in another waits behind a Raft apply queued between them,
+	// which waits for the outer read: the leader deadlocked.
 	starts = slices.DeleteFunc(starts, func(st start) bool { return ls.inherited[st.k] && !adopts(b, st.t) })
 	// Forget allocations that have moved on, so the maps stay small.
 	for _, m := range []map[allocKey]bool{ls.started, ls.stopped, ls.inherited} {

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/cache"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -84,13 +83,14 @@ func (c *caches) note(addr, dataset string, ok bool) {
 	c.mu.Unlock()
 }
 
-// presence says, for each cluster with a cache, which of the pending jobs'
-// datasets it holds completely: Snapshot.Cache. Answers younger than
+// presence says, for each cluster with a cache (redis: every cluster's
+// cache address, "" for none), which of the pending jobs' datasets it
+// holds completely: Snapshot.Cache. Answers younger than
 // CacheCheckTTL are reused; the rest are asked for, every Redis at once,
 // for at most CacheCheckTimeout. An error or no answer in time counts as
 // not held. nil when no pending job names a dataset or no cluster has a
 // cache.
-func (c *caches) presence(ctx context.Context, view *state.State, pending []*structs.Job) map[structs.ClusterID]map[string]bool {
+func (c *caches) presence(ctx context.Context, redis map[structs.ClusterID]string, pending []*structs.Job) map[structs.ClusterID]map[string]bool {
 	var datasets []string
 	wants := false // a pending job mounts the cache
 	for _, j := range pending {
@@ -105,9 +105,9 @@ func (c *caches) presence(ctx context.Context, view *state.State, pending []*str
 		return nil
 	}
 	addrs := map[structs.ClusterID]string{}
-	for id, cl := range view.Clusters {
-		if cl.Redis != "" {
-			addrs[id] = cl.Redis
+	for id, addr := range redis {
+		if addr != "" {
+			addrs[id] = addr
 		}
 	}
 	if len(addrs) == 0 {

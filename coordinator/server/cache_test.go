@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/cache"
 	"github.com/atom-sched/atom/pkg/cache/cachetest"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -64,10 +63,7 @@ func TestCachePresenceCachedAndBounded(t *testing.T) {
 	s.cfg = Config{CacheCheckTTL: 30 * time.Second, CacheCheckTimeout: time.Second, Clock: func() time.Time { return now }}
 	c := newCaches(s)
 	defer c.close()
-	view := state.New()
-	view.Clusters["a"] = &structs.Cluster{Name: "a", Redis: ra.Addr}
-	view.Clusters["b"] = &structs.Cluster{Name: "b", Redis: hung}
-	view.Clusters["c"] = &structs.Cluster{Name: "c"} // no cache
+	view := map[structs.ClusterID]string{"a": ra.Addr, "b": hung, "c": ""} // c: no cache
 	pending := []*structs.Job{{ID: "j", Datasets: []string{"lidar/x", "video/y"}}, {ID: "k"}}
 
 	start := time.Now()

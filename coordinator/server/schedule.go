@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,7 +19,10 @@ import (
 // scheduler is the leader component that runs the scheduling cycle, every
 // Cycle or sooner when woken:
 //
-//	read the state ──▶ sched.Schedule ──▶ PlanCommit (fresh tokens)
+//	one read of the state (state.ReadCycle): snapshot, pending jobs,
+//	    Scheduled and Stopping allocations, warm-ups, caches
+//	──▶ sched.Schedule ──▶ PlanCommit (fresh tokens) ──▶ what it changed,
+//	    looked up by ID
 //	──▶ warm-ups (warmup.go) ──▶ backend: start, stop (backend.go)
 type scheduler struct {
 	s      *Server
@@ -83,9 +87,11 @@ func (c *scheduler) run(ctx context.Context) {
 }
 
 // cycle is one scheduling cycle:
-//  1. snapshot the state and the pending jobs;
+//  1. read the state once: the snapshot, the pending jobs, the
+//     allocations to start and stop, the warm-ups;
 //  2. run the pure core over them; keep its why-pending reasons;
-//  3. commit the plan, if it changes anything, with fresh tokens;
+//  3. commit the plan, if it changes anything, with fresh tokens, and
+//     look up what the commit changed;
 //  4. drive the warm-ups and the backend: start new tasks, stop stopping ones.
 func (c *scheduler) cycle(ctx context.Context) error {
 	c.cycleMu.Lock()
@@ -96,29 +102,31 @@ func (c *scheduler) cycle(ctx context.Context) error {
 	if draining {
 		return nil
 	}
+	view := state.ReadCycle(c.s.fsm.Read) // the cycle's one walk of the state
+	allocs, warm := view.Allocs, view.WarmUps
 	if !paused {
-		if err := c.scheduleOnce(ctx); err != nil {
+		changed, err := c.scheduleOnce(ctx, view)
+		if err != nil {
 			return err
 		}
+		allocs, warm = changed.over(allocs, warm)
 	}
-	c.s.warm.drive(ctx)
-	c.s.backend.drive()
+	c.s.warm.drive(ctx, warm, view.Redis)
+	c.s.backend.drive(allocs)
 	return nil
 }
 
-func (c *scheduler) scheduleOnce(ctx context.Context) error {
+func (c *scheduler) scheduleOnce(ctx context.Context, view *state.Cycle) (*commitChanges, error) {
 	s := c.s
-	// 1. Snapshot.
-	var view *state.State
-	s.fsm.Read(func(st *state.State) { view = st.Clone() }) // short: applies wait on this lock
-	snap, pending := view.Snapshot(), view.Pending()
+	// 1. The snapshot.
+	snap, pending := view.Snap, view.Pending
 	s.metrics.pending.Set(float64(len(pending)))
 	if len(pending) == 0 && len(snap.Reservations) == 0 {
 		c.setWhy(nil)
-		return nil
+		return nil, nil
 	}
 
-	snap.Cache = s.warm.presence(ctx, view, pending)
+	snap.Cache = s.warm.presence(ctx, view.Redis, pending)
 	snap.Volumes = s.backend.claimsFor(pending)
 
 	// 2. Decide.
@@ -130,14 +138,14 @@ func (c *scheduler) scheduleOnce(ctx context.Context) error {
 	plan.Pending = nil
 	if len(plan.Placements) == 0 && len(plan.Preemptions) == 0 && len(plan.Timeouts) == 0 &&
 		sameReservations(plan.Reservations, snap.Reservations) {
-		return nil
+		return nil, nil
 	}
 
 	// 3. Commit.
 	start = time.Now()
 	cr, err := c.commitPlan(ctx, plan, snap, now)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.metrics.planCommit.Observe(time.Since(start).Seconds())
 	s.metrics.placements.Add(float64(len(cr.Placed)))
@@ -149,7 +157,7 @@ func (c *scheduler) scheduleOnce(ctx context.Context) error {
 	for _, r := range cr.Rejected {
 		s.log.Debug("placement rejected at commit", "job", r.Job, "reason", r.Reason)
 	}
-	return nil
+	return c.lookUp(plan), nil
 }
 
 func (c *scheduler) setWhy(why map[structs.JobID]*sched.Why) {
@@ -289,4 +297,78 @@ func (s *Server) Why(id structs.JobID) *sched.Why {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.why[id]
+}
+
+// commitChanges are what a cycle's commit changed that the cycle's one
+// read could not see, looked up by ID after it: the tasks it placed, the
+// tasks of the jobs it preempted or timed out (in whatever state they
+// are now), and those jobs' warm-ups.
+type commitChanges struct {
+	allocs []state.Alloc
+	warm   []state.JobWarmUp
+	jobs   map[structs.JobID]bool // the jobs whose warm-ups were looked up
+}
+
+// lookUp reads, by ID, what committing plan changed.
+func (c *scheduler) lookUp(plan *sched.Plan) *commitChanges {
+	ch := &commitChanges{jobs: map[structs.JobID]bool{}}
+	c.s.fsm.Read(func(st *state.State) {
+		seen := map[structs.TaskID]bool{}
+		task := func(t *structs.Task) {
+			if t != nil && !seen[t.ID] {
+				seen[t.ID] = true
+				ch.allocs = append(ch.allocs, state.Alloc{Task: t, Job: st.Jobs[t.Job], Token: st.Tokens[t.ID], Warming: st.Warming(t)})
+			}
+		}
+		job := func(id structs.JobID) {
+			if ch.jobs[id] {
+				return
+			}
+			ch.jobs[id] = true
+			if j := st.Jobs[id]; j != nil && !j.State.Ended() {
+				for _, w := range j.WarmUps {
+					if w.Attempt == j.Attempt {
+						ch.warm = append(ch.warm, state.JobWarmUp{Job: id, WarmUp: w})
+					}
+				}
+			}
+		}
+		for _, pl := range plan.Placements {
+			for _, tp := range pl.Tasks {
+				task(st.Tasks[tp.ID])
+			}
+			job(pl.Job)
+		}
+		for _, p := range plan.Preemptions {
+			for _, id := range p.Tasks {
+				task(st.Tasks[id])
+			}
+			for _, t := range st.TasksOf(p.Victim) {
+				task(t)
+			}
+			job(p.Victim)
+		}
+		for _, to := range plan.Timeouts {
+			for _, t := range st.TasksOf(to.Job) {
+				task(t)
+			}
+			job(to.Job)
+		}
+	})
+	return ch
+}
+
+// over returns the cycle's allocations and warm-ups with the changes laid
+// over them; a nil *commitChanges changes nothing.
+func (ch *commitChanges) over(allocs []state.Alloc, warm []state.JobWarmUp) ([]state.Alloc, []state.JobWarmUp) {
+	if ch == nil {
+		return allocs, warm
+	}
+	ids := make(map[structs.TaskID]bool, len(ch.allocs))
+	for _, a := range ch.allocs {
+		ids[a.Task.ID] = true
+	}
+	allocs = append(slices.DeleteFunc(slices.Clone(allocs), func(a state.Alloc) bool { return ids[a.Task.ID] }), ch.allocs...)
+	warm = append(slices.DeleteFunc(slices.Clone(warm), func(w state.JobWarmUp) bool { return ch.jobs[w.Job] }), ch.warm...)
+	return allocs, warm
 }

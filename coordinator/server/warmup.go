@@ -99,14 +99,14 @@ func (w *warmups) revoke() {
 
 // presence is the term's caches' answer (caches.presence); nil between
 // terms.
-func (w *warmups) presence(ctx context.Context, view *state.State, pending []*structs.Job) map[structs.ClusterID]map[string]bool {
+func (w *warmups) presence(ctx context.Context, redis map[structs.ClusterID]string, pending []*structs.Job) map[structs.ClusterID]map[string]bool {
 	w.mu.Lock()
 	c := w.caches
 	w.mu.Unlock()
 	if c == nil {
 		return nil
 	}
-	return c.presence(ctx, view, pending)
+	return c.presence(ctx, redis, pending)
 }
 
 // WarmUps returns the progress of job id's warm-ups that this server runs
@@ -129,29 +129,16 @@ func (s *Server) WarmUps(id structs.JobID) []structs.WarmUpStatus {
 	return out
 }
 
-// drive starts a run for each warm-up in the state that this term does
-// not run yet (or whose run ended without committing its end), and
-// cancels the runs of warm-ups that are gone (the job ended or moved on).
-func (w *warmups) drive(ctx context.Context) {
-	want := map[warmKey]structs.WarmUp{}
-	redis := map[structs.ClusterID]string{}
-	w.s.fsm.Read(func(st *state.State) {
-		for _, j := range st.Jobs {
-			if j.State.Ended() {
-				continue
-			}
-			for _, wu := range j.WarmUps {
-				if wu.Attempt == j.Attempt {
-					want[warmKey{j.ID, wu.Cluster, wu.Attempt}] = wu
-				}
-			}
-		}
-		if len(want) > 0 {
-			for id, c := range st.Clusters {
-				redis[id] = c.Redis
-			}
-		}
-	})
+// drive starts a run for each of the state's warm-ups (the current
+// attempts' of the jobs that have not ended) that this term does not run
+// yet (or whose run ended without committing its end), and cancels the
+// runs of warm-ups that are gone (the job ended or moved on). redis is
+// every cluster's cache address.
+func (w *warmups) drive(ctx context.Context, wus []state.JobWarmUp, redis map[structs.ClusterID]string) {
+	want := make(map[warmKey]structs.WarmUp, len(wus))
+	for _, wu := range wus {
+		want[warmKey{wu.Job, wu.Cluster, wu.Attempt}] = wu.WarmUp
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.warming == nil {

@@ -100,53 +100,7 @@ func (s *State) Clone() *State {
 // that holds resources. It copies the maps, so later commands do not change
 // it.
 func (s *State) Snapshot() *sched.Snapshot {
-	snap := &sched.Snapshot{
-		Index:        s.Index,
-		Quotas:       make(map[structs.Scope]structs.ResourceList, len(s.Quotas)),
-		Usage:        make(map[structs.Scope]structs.ResourceList, len(s.Usage)),
-		Jobs:         make(map[structs.JobID]*structs.Job, len(s.Jobs)),
-		Reservations: slices.Clone(s.Reservations),
-	}
-	for _, id := range slices.Sorted(maps.Keys(s.Nodes)) {
-		n := s.Nodes[id]
-		snap.Nodes = append(snap.Nodes, n)
-		if c := s.Clusters[n.Cluster]; (c == nil || c.Backend != "kubernetes") && !snap.NoExecutors[n.Cluster] {
-			// Spark runs in local mode there: no executor Pods.
-			if snap.NoExecutors == nil {
-				snap.NoExecutors = map[structs.ClusterID]bool{}
-			}
-			snap.NoExecutors[n.Cluster] = true
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(s.Pools)) {
-		snap.Pools = append(snap.Pools, s.Pools[id])
-	}
-	snap.Topology = s.topology()
-	for k, v := range s.Quotas {
-		snap.Quotas[k] = v.Clone()
-	}
-	for k, v := range s.Usage {
-		snap.Usage[k] = v.Clone()
-	}
-	for id, j := range s.Jobs {
-		if !j.State.Ended() {
-			snap.Jobs[id] = j
-		}
-	}
-	snap.FairShare = s.FairShareOrder(snap.Jobs)
-	for _, id := range slices.Sorted(maps.Keys(s.Tasks)) {
-		t := s.Tasks[id]
-		switch j := snap.Jobs[t.Job]; {
-		case t.State.HoldsResources():
-			snap.Tasks = append(snap.Tasks, t)
-		case j != nil && t.Attempt == j.Attempt && t.Executor == "": // executors are no replicas
-			if snap.Ended == nil {
-				snap.Ended = map[structs.JobID]int{}
-			}
-			snap.Ended[t.Job]++
-		}
-	}
-	return snap
+	return ReadCycle(func(fn func(*State)) { fn(s) }).Snap
 }
 
 // topology lists each cluster's topology levels (sched.Snapshot.Topology);
@@ -170,9 +124,7 @@ func (s *State) Pending() []*structs.Job {
 	live := s.liveCount()
 	var out []*structs.Job
 	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
-		j := s.Jobs[id]
-		if j.State == structs.JobPending ||
-			(j.Kind == structs.KindService && !j.State.Ended() && live[id] < j.ShapeAt(j.Shape).Replicas) {
+		if j := s.Jobs[id]; wantsReplicas(j, live[id]) {
 			out = append(out, j)
 		}
 	}

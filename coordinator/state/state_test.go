@@ -49,7 +49,44 @@ func (l *logged) do(c state.Command) (any, error) {
 	res, err := l.s.Apply(uint64(len(l.log)), d)
 	require.NoError(l.t, l.s.CheckInvariants(), "after %T", c)
 	l.checkUsage(c)
+	l.checkCycle(c)
 	return res, err
+}
+
+// checkCycle checks the leader's one read of a cycle against the state
+// read plainly: the snapshot, the pending jobs, the Scheduled and
+// Stopping allocations with their tokens, jobs and warm-up holds, the
+// current warm-ups and the clusters' caches.
+func (l *logged) checkCycle(c state.Command) {
+	l.t.Helper()
+	s := l.s
+	cy := state.ReadCycle(func(fn func(*state.State)) { fn(s) })
+	require.Equal(l.t, s.Pending(), cy.Pending, "after %T", c)
+	var allocs []state.Alloc
+	for _, id := range slices.Sorted(maps.Keys(s.Tasks)) {
+		if t := s.Tasks[id]; t.State == structs.TaskScheduled || t.State == structs.TaskStopping {
+			allocs = append(allocs, state.Alloc{Task: t, Job: s.Jobs[t.Job], Token: s.Tokens[id], Warming: s.Warming(t)})
+		}
+	}
+	require.Equal(l.t, allocs, cy.Allocs, "after %T", c)
+	var warm []state.JobWarmUp
+	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
+		if j := s.Jobs[id]; !j.State.Ended() {
+			for _, w := range j.WarmUps {
+				if w.Attempt == j.Attempt {
+					warm = append(warm, state.JobWarmUp{Job: id, WarmUp: w})
+				}
+			}
+		}
+	}
+	require.Equal(l.t, warm, cy.WarmUps, "after %T", c)
+	redis := map[structs.ClusterID]string{}
+	for id, cl := range s.Clusters {
+		redis[id] = cl.Redis
+	}
+	require.Equal(l.t, redis, cy.Redis, "after %T", c)
+	require.Equal(l.t, s.Index, cy.Snap.Index)
+	require.Len(l.t, cy.Snap.Tasks, len(slices.DeleteFunc(slices.Collect(maps.Values(s.Tasks)), func(t *structs.Task) bool { return !t.State.HoldsResources() })))
 }
 
 // checkUsage checks fair-share usage against the usage recomputed from

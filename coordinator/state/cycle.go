@@ -1,0 +1,158 @@
+package state
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
+)
+
+// Cycle is what one scheduling cycle of the leader reads of the state:
+// the scheduler's snapshot and pending jobs, the allocations the backend
+// starts and stops, the cache warm-ups to run and the clusters' caches.
+// ReadCycle gathers it in one walk under the read lock, copying only
+// references, and sorts and derives the rest after the lock is released;
+// it shares the (copy-on-write) objects, so later commands do not change
+// it.
+type Cycle struct {
+	Snap    *sched.Snapshot
+	Pending []*structs.Job
+	// Allocs are the Scheduled and the Stopping tasks, by task ID.
+	Allocs []Alloc
+	// WarmUps are the warm-ups of the current attempts of the jobs that
+	// have not ended.
+	WarmUps []JobWarmUp
+	// Redis is every cluster's cache address ("" for none).
+	Redis map[structs.ClusterID]string
+
+	live      map[structs.JobID]int // Pending's count of live replicas
+	fairUsage sched.Usage
+	weights   map[structs.Scope]float64
+	aging     time.Duration
+}
+
+// Alloc is one allocation as the backend sees it.
+type Alloc struct {
+	Task  *structs.Task
+	Job   *structs.Job // nil when the job is gone
+	Token string
+	// Warming: the task is Scheduled and held back for a cache warm-up
+	// (State.Warming).
+	Warming bool
+}
+
+// JobWarmUp is a job's warm-up on one cluster.
+type JobWarmUp struct {
+	Job structs.JobID
+	structs.WarmUp
+}
+
+// ReadCycle reads the state once through read (the FSM's Read, or a call
+// of fn on a state) and returns the cycle's view of it.
+func ReadCycle(read func(fn func(*State))) *Cycle {
+	var c *Cycle
+	read(func(s *State) { c = s.gather() })
+	c.finish()
+	return c
+}
+
+// gather is ReadCycle's part under the lock: one walk over the jobs and
+// one over the tasks, collecting references.
+func (s *State) gather() *Cycle {
+	snap := &sched.Snapshot{
+		Index:        s.Index,
+		Quotas:       make(map[structs.Scope]structs.ResourceList, len(s.Quotas)),
+		Usage:        make(map[structs.Scope]structs.ResourceList, len(s.Usage)),
+		Jobs:         make(map[structs.JobID]*structs.Job, len(s.Jobs)),
+		Reservations: slices.Clone(s.Reservations),
+		Topology:     s.topology(),
+	}
+	c := &Cycle{Snap: snap, Redis: make(map[structs.ClusterID]string, len(s.Clusters)), live: map[structs.JobID]int{},
+		fairUsage: s.FairUsage.Clone(), weights: maps.Clone(s.Weights), aging: s.FairShare.AgingOrDefault()}
+	for id, cl := range s.Clusters {
+		c.Redis[id] = cl.Redis
+	}
+	for _, n := range s.Nodes {
+		snap.Nodes = append(snap.Nodes, n)
+		if cl := s.Clusters[n.Cluster]; (cl == nil || cl.Backend != "kubernetes") && !snap.NoExecutors[n.Cluster] {
+			// Spark runs in local mode there: no executor Pods.
+			if snap.NoExecutors == nil {
+				snap.NoExecutors = map[structs.ClusterID]bool{}
+			}
+			snap.NoExecutors[n.Cluster] = true
+		}
+	}
+	for _, p := range s.Pools {
+		snap.Pools = append(snap.Pools, p)
+	}
+	for k, v := range s.Quotas {
+		snap.Quotas[k] = v.Clone()
+	}
+	for k, v := range s.Usage {
+		snap.Usage[k] = v.Clone()
+	}
+	for id, j := range s.Jobs {
+		if j.State.Ended() {
+			continue
+		}
+		snap.Jobs[id] = j
+		for _, w := range j.WarmUps {
+			if w.Attempt == j.Attempt {
+				c.WarmUps = append(c.WarmUps, JobWarmUp{Job: id, WarmUp: w})
+			}
+		}
+	}
+	for id, t := range s.Tasks {
+		j := s.Jobs[t.Job]
+		current := j != nil && t.Attempt == j.Attempt && t.Executor == "" // executors are no replicas
+		switch {
+		case t.State.HoldsResources():
+			snap.Tasks = append(snap.Tasks, t)
+			if current && t.State != structs.TaskStopping {
+				c.live[t.Job]++
+			}
+		case current && !j.State.Ended():
+			if snap.Ended == nil {
+				snap.Ended = map[structs.JobID]int{}
+			}
+			snap.Ended[t.Job]++
+		}
+		if t.State == structs.TaskScheduled || t.State == structs.TaskStopping {
+			c.Allocs = append(c.Allocs, Alloc{Task: t, Job: j, Token: s.Tokens[id], Warming: s.Warming(t)})
+		}
+	}
+	return c
+}
+
+// finish sorts what gather collected and derives the rest, outside the
+// lock.
+func (c *Cycle) finish() {
+	snap := c.Snap
+	slices.SortFunc(snap.Nodes, func(a, b *structs.Node) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(snap.Pools, func(a, b *structs.Pool) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(snap.Tasks, func(a, b *structs.Task) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(c.Allocs, func(a, b Alloc) int { return cmp.Compare(a.Task.ID, b.Task.ID) })
+	slices.SortFunc(c.WarmUps, func(a, b JobWarmUp) int {
+		return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Cluster, b.Cluster))
+	})
+	weights := c.weights
+	snap.FairShare = sched.Positions(&c.fairUsage, func(sc structs.Scope) float64 { return structs.WeightOrDefault(weights[sc]) },
+		snap.Jobs, c.aging)
+	for _, id := range slices.Sorted(maps.Keys(snap.Jobs)) {
+		if j := snap.Jobs[id]; wantsReplicas(j, c.live[id]) {
+			c.Pending = append(c.Pending, j)
+		}
+	}
+	c.live, c.weights, c.fairUsage = nil, nil, sched.Usage{}
+}
+
+// wantsReplicas reports whether job j, with live replicas of its current
+// attempt holding resources and not stopping, wants replicas placed: it
+// is pending, or a service short of its replicas.
+func wantsReplicas(j *structs.Job, live int) bool {
+	return j.State == structs.JobPending ||
+		(j.Kind == structs.KindService && !j.State.Ended() && live < j.ShapeAt(j.Shape).Replicas)
+}
