@@ -79,6 +79,7 @@ type Report struct {
 
 	InvariantViolations int
 	IndexesChecked      int // command entries replayed and checked, all servers
+	UsageChecked        int // of them, those whose fair-share usage was recomputed from every task
 	LogEntries          uint64
 	ServersIdentical    bool
 
@@ -153,6 +154,7 @@ func (r *Report) Lines() []string {
 		fmt.Sprintf("jobs_stuck=%d", r.JobsStuck),
 		fmt.Sprintf("invariant_violations=%d", r.InvariantViolations),
 		fmt.Sprintf("indexes_checked=%d", r.IndexesChecked),
+		fmt.Sprintf("usage_checked=%d", r.UsageChecked),
 		fmt.Sprintf("log_entries=%d", r.LogEntries),
 		fmt.Sprintf("services_at_replicas=%d/%d", r.ServicesAtReplicas, r.Services),
 		fmt.Sprintf("servers_identical=%v", r.ServersIdentical),
@@ -659,6 +661,7 @@ func replayAll(rep *Report, c *cluster) {
 		}
 		rs = append(rs, r)
 		rep.IndexesChecked += r.commands
+		rep.UsageChecked += r.usageChecked
 		rep.InvariantViolations += r.violations
 		rep.Problems = append(rep.Problems, r.examples...)
 	}

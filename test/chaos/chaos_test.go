@@ -39,7 +39,8 @@ func TestChaosShort(t *testing.T) {
 		t.Fatalf("%d promises broke (servers' logs and task output kept in %s):\n  %s\nfault log:\n%s", len(f), work, strings.Join(f, "\n  "), log.String())
 	}
 	defer os.RemoveAll(work)
-	if rep.Failovers == 0 || rep.SubmissionsAcked < 20 || rep.IndexesChecked == 0 {
-		t.Errorf("the run was too quiet to prove anything: %d failovers, %d submissions, %d indexes", rep.Failovers, rep.SubmissionsAcked, rep.IndexesChecked)
+	if rep.Failovers == 0 || rep.SubmissionsAcked < 20 || rep.IndexesChecked == 0 || rep.UsageChecked == 0 {
+		t.Errorf("the run was too quiet to prove anything: %d failovers, %d submissions, %d indexes, %d with usage recomputed",
+			rep.Failovers, rep.SubmissionsAcked, rep.IndexesChecked, rep.UsageChecked)
 	}
 }

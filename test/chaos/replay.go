@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,6 +18,8 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/fsm"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/sched"
+	"github.com/atom-sched/atom/pkg/structs"
 )
 
 // replayed is one server's Raft log played again, offline, through the
@@ -26,7 +31,9 @@ type replayed struct {
 	// from is the snapshot index the replay started from (0: the empty
 	// state at the start of the log); first..last the log entries played.
 	from, first, last uint64
-	commands          int      // command entries applied and checked
+	commands          int // command entries applied and checked
+	usageChecked      int // of them, those whose fair-share usage was recomputed
+	usage             *usageCheck
 	violations        int      // indexes at which the invariants failed
 	examples          []string // the first few violations
 	digests           map[uint64][32]byte
@@ -56,6 +63,9 @@ func replayDir(server, dataDir string, at ...uint64) (*replayed, error) {
 	r := &replayed{server: server, first: first, last: last, digests: map[uint64][32]byte{},
 		terms: map[uint64]uint64{}, states: map[uint64][]byte{}}
 	f := fsm.New()
+	if first <= 1 {
+		r.usage = newUsageCheck()
+	}
 	if first > 1 {
 		// The log was compacted: start from the oldest snapshot that the
 		// remaining log continues.
@@ -137,10 +147,45 @@ func apply(f *fsm.FSM, l *raft.Log) (err error) {
 
 func (r *replayed) check(f *fsm.FSM, index uint64) {
 	var err error
-	f.Read(func(st *state.State) { err = st.CheckInvariants() })
+	f.Read(func(st *state.State) {
+		err = st.CheckInvariants()
+		if r.usage != nil {
+			err = errors.Join(err, r.usage.check(st))
+			r.usageChecked++
+		}
+	})
 	if err != nil {
 		r.violation("index %d: %v", index, err)
 	}
+}
+
+// usageCheck keeps the last version of every task and job a replay from
+// the start of the log has seen, ended and removed ones too, so that the
+// fair-share usage the state keeps command by command can be compared
+// with the usage recomputed from them (sched.RecomputeUsage). A replay
+// from a snapshot cannot: the state forgot the tasks that ended before.
+type usageCheck struct {
+	tasks map[structs.TaskID]*structs.Task
+	jobs  map[structs.JobID]*structs.Job
+}
+
+func newUsageCheck() *usageCheck {
+	return &usageCheck{tasks: map[structs.TaskID]*structs.Task{}, jobs: map[structs.JobID]*structs.Job{}}
+}
+
+func (u *usageCheck) check(st *state.State) error {
+	maps.Copy(u.tasks, st.Tasks)
+	maps.Copy(u.jobs, st.Jobs)
+	got := st.FairUsage
+	want := sched.RecomputeUsage(st.FairShare, got.Since, got.At, slices.Collect(maps.Values(u.tasks)),
+		func(id structs.JobID) *structs.Job { return u.jobs[id] },
+		func(id structs.PoolID) structs.ProjectID {
+			if p := st.Pools[id]; p != nil {
+				return p.Project
+			}
+			return ""
+		})
+	return sched.CheckUsage(got, want)
 }
 
 func (r *replayed) violation(format string, a ...any) {
