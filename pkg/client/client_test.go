@@ -19,7 +19,7 @@ import (
 	"github.com/atom-sched/atom/pkg/wire"
 )
 
-const lowSpec = `{kind: command, name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`
+const lowSpec = `{kind: command, command: [true], name: batch, priority: low, resources: {cpu: "1", memory: 1Gi}}`
 
 func newClient(e *apitest.Env, user structs.UserID) *client.Client {
 	c := client.New(e.URL(), e.Tokens[user])
@@ -33,7 +33,7 @@ func TestJobsRoundTrip(t *testing.T) {
 	e := apitest.NewEnv(t, "")
 	u1 := newClient(e, "u1")
 
-	sub, err := u1.SubmitJob(ctx, []byte(`{kind: service, name: web, project: perception, replicas: 2, minAvailable: 1, resources: {accelerators: {type: A100, count: 1}}}`), "")
+	sub, err := u1.SubmitJob(ctx, []byte(`{kind: service, command: [true], name: web, project: perception, replicas: 2, minAvailable: 1, resources: {accelerators: {type: A100, count: 1}}}`), "")
 	require.NoError(t, err)
 	assert.Equal(t, structs.JobID("web-00001"), sub.JobID)
 	assert.Len(t, sub.RequestID, 32, "a request ID is made when the caller gives none")
@@ -87,21 +87,21 @@ func TestTypedErrors(t *testing.T) {
 	ctx := context.Background()
 	e := apitest.NewEnv(t, "")
 	u1 := newClient(e, "u1")
-	_, err := u1.SubmitJob(ctx, []byte(`{kind: command, name: a, resources: {accelerators: {type: A100, count: 8}}}`), "")
+	_, err := u1.SubmitJob(ctx, []byte(`{kind: command, command: [true], name: a, resources: {accelerators: {type: A100, count: 8}}}`), "")
 	require.NoError(t, err)
-	_, err = u1.SubmitJob(ctx, []byte(`{kind: command, name: b, resources: {accelerators: {type: A100, count: 8}}}`), "")
+	_, err = u1.SubmitJob(ctx, []byte(`{kind: command, command: [true], name: b, resources: {accelerators: {type: A100, count: 8}}}`), "")
 	var ae *client.Error
 	require.ErrorAs(t, err, &ae)
 	assert.ErrorIs(t, err, client.ErrConflict)
 	require.NotNil(t, ae.Quota)
 	assert.Equal(t, int64(8), ae.Quota.Used)
 
-	_, err = u1.SubmitJob(ctx, []byte(`{kind: command, name: c, resources: {accelerators: {type: A100, count: 9}}}`), "")
+	_, err = u1.SubmitJob(ctx, []byte(`{kind: command, command: [true], name: c, resources: {accelerators: {type: A100, count: 9}}}`), "")
 	require.ErrorAs(t, err, &ae)
 	assert.ErrorIs(t, err, client.ErrUnsatisfiable)
 	assert.NotNil(t, ae.Why)
 
-	_, err = u1.SubmitJob(ctx, []byte(`{kind: command, name: Bad}`), "")
+	_, err = u1.SubmitJob(ctx, []byte(`{kind: command, command: [true], name: Bad}`), "")
 	assert.ErrorIs(t, err, client.ErrBadRequest)
 	_, err = u1.SetPool(ctx, []byte(`{name: vision, project: vision}`))
 	assert.ErrorIs(t, err, client.ErrForbidden)
