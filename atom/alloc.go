@@ -14,6 +14,7 @@ import (
 	"github.com/atom-sched/atom/atom/internal/gpu"
 	"github.com/atom-sched/atom/atom/internal/report"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 // allocation is what the coordinator gave this task.
@@ -54,8 +55,12 @@ func readAllocation(c *cli.Context) (allocation, error) {
 		return a, fmt.Errorf("ATOM_COORDINATOR is set but ATOM_TASK_ID or ATOM_TOKEN (or ATOM_TOKEN_FILE) is not: set both, or unset ATOM_COORDINATOR to run standalone")
 	}
 	if a.Coordinator != "" && a.Token == "" {
-		if a.Token, err = exchangeToken(a, file); err != nil {
-			return a, err
+		if a.Token = exchanged; a.Token == "" { // not `atom run`, which exchanged it first (fetchTaskEnv)
+			tok, err := exchangeToken(a.Coordinator, a.Task, file)
+			if err != nil {
+				return a, err
+			}
+			a.Token = tok.Token
 		}
 	}
 	return a, nil
@@ -81,17 +86,18 @@ func readGPUs(c *cli.Context) (allocation, error) {
 	return a, err
 }
 
-// exchangeToken gets the allocation token for the Pod's service-account
-// token in file (Kubernetes: ATOM_TOKEN_FILE), before any heartbeat. A
+// exchangeToken gets task's allocation token and the rest of its
+// environment from coordinator for the Pod's service-account token in
+// file (Kubernetes: ATOM_TOKEN_FILE), before any heartbeat. A
 // coordinator that is away is waited for (the job does not fail for an
 // outage); a refusal, or a signal to stop first, ends atom.
-func exchangeToken(a allocation, file string) (string, error) {
+func exchangeToken(coordinator, task, file string) (wire.TaskToken, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	tok, err := report.ExchangeToken(ctx, a.Coordinator, structs.TaskID(a.Task), file, log)
+	tok, err := report.ExchangeToken(ctx, coordinator, structs.TaskID(task), file, log)
 	if err != nil {
-		return "", fmt.Errorf("ATOM_TOKEN_FILE: no allocation token for task %s: %w", a.Task, err)
+		return tok, fmt.Errorf("ATOM_TOKEN_FILE: no allocation token for task %s: %w", task, err)
 	}
 	return tok, nil
 }

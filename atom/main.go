@@ -12,8 +12,11 @@
 // Its allocation comes from the environment the backend sets: ATOM_COORDINATOR,
 // ATOM_TASK_ID, ATOM_TOKEN, ATOM_JOB_ID, ATOM_REPLICA, ATOM_REPLICAS,
 // ATOM_ACCEL_TYPE and ATOM_ACCELERATORS, and ATOM_TLS_CA (the CA of a
-// coordinator that serves HTTPS); on Kubernetes they come packed in one
-// variable, ATOM_TASK_ENV, which atom expands first. Without
+// coordinator that serves HTTPS). On Kubernetes the Pod carries only
+// ATOM_COORDINATOR, ATOM_TASK_ID and ATOM_TOKEN_FILE (and ATOM_TLS_CA),
+// packed in one variable, ATOM_TASK_ENV, which atom expands first; atom
+// run gets the rest from the coordinator with its allocation token, in
+// exchange for the Pod's service-account token. Without
 // ATOM_COORDINATOR it runs the
 // command standalone, so images work outside atom.
 package main
@@ -49,7 +52,15 @@ func app() *cli.App {
 		Name:     "atom",
 		Usage:    "the in-container agent of atom jobs",
 		Commands: []*cli.Command{runCommand(), preflightCommand(), gpusCommand(), pluginCommand(), rshCommand(), cacheCommand()},
-		Before:   func(*cli.Context) error { return trustCoordinatorCA() },
+		Before: func(c *cli.Context) error {
+			if err := trustCoordinatorCA(); err != nil {
+				return err
+			}
+			if c.Args().First() == "run" {
+				return fetchTaskEnv()
+			}
+			return nil
+		},
 		// Exit codes are the job's: cli.Exit carries them out of Run.
 		ExitErrHandler: func(_ *cli.Context, err error) { cli.HandleExitCoder(err) },
 	}

@@ -19,12 +19,13 @@ import (
 // kubernetes clusters exchange for their allocation tokens.
 //
 // ReviewPodToken checks that jwt is a token bound to the Pod of task t's
-// allocation whose token is allocToken, in t's cluster. It returns nil
-// when it is; a *StatusError (401: not a valid token for audience atom;
-// 403: valid but not that Pod's) when it is not; any other error when it
-// cannot tell now (the API answers 503: retry).
+// allocation whose token is allocToken, in t's cluster. It returns the
+// environment of t's atom that its Pod does not carry when it is; a
+// *StatusError (401: not a valid token for audience atom; 403: valid but
+// not that Pod's) when it is not; any other error when it cannot tell now
+// (the API answers 503: retry).
 type PodTokens interface {
-	ReviewPodToken(ctx context.Context, t *structs.Task, allocToken, jwt string) error
+	ReviewPodToken(ctx context.Context, t *structs.Task, allocToken, jwt string) (env map[string]string, err error)
 }
 
 // Bounds of the token exchange: its body (a JWT is a few kB) and how many
@@ -39,7 +40,8 @@ const (
 func newTokenLimiter() *rate.Limiter { return rate.NewLimiter(tokenExchangeRate, tokenExchangeBurst) }
 
 // taskToken: POST /v1/tasks/{id}/token with the service-account token of
-// task id's Pod: answers the task's allocation token when the cluster's
+// task id's Pod: answers the task's allocation token, with its atom's
+// environment (PodTokens), when the cluster's
 // API server vouches (TokenReview) that the token is bound to the Pod of
 // the task's current allocation and the task is live, once per
 // allocation (the answer is committed; a second exchange gets 409). Any
@@ -73,7 +75,8 @@ func (s *server) taskToken(w http.ResponseWriter, r *http.Request, _ caller) (in
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	if err := s.podTokens.ReviewPodToken(ctx, t, tok, req.ServiceAccountToken); err != nil {
+	env, err := s.podTokens.ReviewPodToken(ctx, t, tok, req.ServiceAccountToken)
+	if err != nil {
 		return 0, nil, err
 	}
 	// Once per allocation (state.TokenIssue): the job, which can read the
@@ -81,7 +84,7 @@ func (s *server) taskToken(w http.ResponseWriter, r *http.Request, _ caller) (in
 	if _, err := s.apply(r.Context(), &state.TokenIssue{Task: id, Nonce: nonceHash(req.Nonce)}); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, wire.TaskToken{Task: id, Token: tok}, nil
+	return http.StatusOK, wire.TaskToken{Task: id, Token: tok, Env: env}, nil
 }
 
 // liveTask returns task id, which must hold resources, and its allocation

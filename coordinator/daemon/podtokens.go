@@ -12,7 +12,8 @@ import (
 )
 
 // podTokens is the API's PodTokens over the kubernetes clusters'
-// backends: a task's Pod token is reviewed by its node's cluster.
+// backends: a task's Pod token is reviewed by its node's cluster, which
+// makes its atom's environment too.
 type podTokens struct{ r *router }
 
 // podTokensOf returns the PodTokens of backend be, nil when it drives no
@@ -25,16 +26,21 @@ func podTokensOf(be any) api.PodTokens {
 	return podTokens{r: r}
 }
 
-func (p podTokens) ReviewPodToken(ctx context.Context, t *structs.Task, allocToken, jwt string) error {
+func (p podTokens) ReviewPodToken(ctx context.Context, t *structs.Task, allocToken, jwt string) (map[string]string, error) {
 	var c structs.ClusterID
+	var j *structs.Job
 	p.r.srv.Read(func(s *state.State) {
 		if n := s.Nodes[t.Node]; n != nil {
 			c = n.Cluster
 		}
+		j = s.Jobs[t.Job]
 	})
 	b := p.r.kube[c]
 	if b == nil || t.Executor != "" {
-		return &api.StatusError{Status: http.StatusForbidden, Msg: "task " + string(t.ID) + " runs in no atom task Pod of a kubernetes cluster: it gets its token as ATOM_TOKEN"}
+		return nil, &api.StatusError{Status: http.StatusForbidden, Msg: "task " + string(t.ID) + " runs in no atom task Pod of a kubernetes cluster: it gets its token as ATOM_TOKEN"}
+	}
+	if j == nil {
+		return nil, &api.StatusError{Status: http.StatusForbidden, Msg: "task " + string(t.ID) + "'s job " + string(t.Job) + " is not known: a Pod gets the token of its own live task only"}
 	}
 	err := b.ReviewPodToken(ctx, t.ID, allocToken, jwt)
 	var refused *kube.TokenRefused
@@ -43,7 +49,10 @@ func (p podTokens) ReviewPodToken(ctx context.Context, t *structs.Task, allocTok
 		if refused.Invalid {
 			status = http.StatusUnauthorized
 		}
-		return &api.StatusError{Status: status, Msg: refused.Msg}
+		return nil, &api.StatusError{Status: status, Msg: refused.Msg}
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return b.LaunchEnv(t, j), nil
 }

@@ -40,7 +40,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
 	"sync"
 	"time"
 
@@ -471,22 +470,25 @@ func (b *Backend) forceDelete(ctx context.Context, id structs.TaskID) {
 	}
 }
 
-// meta is the labels and annotations of t's objects.
+// meta is the labels and annotations of t's Pod, each read by someone:
+// labels atom.io/managed-by and atom.io/cluster select the backend's Pods
+// (its informer, on every server, a new leader's included), atom.io/job
+// keeps them out of the other Pods a node runs (nodereserved.go) and is
+// what `kubectl get pods -l` finds a job's Pods by; annotation
+// atom.io/task is the exact task ID the backend reads back from a Pod,
+// atom.io/job the job's, which a spark executor's driver is checked by
+// (both name a Pod's logs in deploy/vector.yaml). The rest is the
+// coordinator's to tell (`coordinator job status`): the owner, attempt,
+// replica and node are on the task.
 func (b *Backend) meta(t *structs.Task, j *structs.Job) (labels, annotations map[string]string) {
 	labels = map[string]string{
 		LabelManaged: "atom",
 		LabelCluster: LabelValue(string(b.cfg.Cluster)),
 		LabelJob:     LabelValue(string(j.ID)),
-		LabelTask:    LabelValue(string(t.ID)),
-		LabelOwner:   LabelValue(string(j.Owner)),
-		LabelAttempt: strconv.Itoa(t.Attempt),
-		LabelReplica: strconv.Itoa(t.Index),
 	}
 	annotations = map[string]string{
-		LabelJob:     string(j.ID),
-		LabelTask:    string(t.ID),
-		LabelOwner:   string(j.Owner),
-		LabelAttempt: strconv.Itoa(t.Attempt),
+		LabelJob:  string(j.ID),
+		LabelTask: string(t.ID),
 	}
 	return labels, annotations
 }

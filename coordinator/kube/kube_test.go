@@ -1,6 +1,9 @@
 package kube_test
 
 import (
+	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,14 +68,15 @@ func TestPodWithoutImage(t *testing.T) {
 	assert.Contains(t, err.Error(), "no image")
 }
 
-// TestPodEnvPacked: a task Pod carries the job's variables, atom's packed
-// in ATOM_TASK_ENV and the Pod's IP, a small object for the API server;
-// a job spec near the limit of one variable goes on its own variables, so
-// the container can still start.
+// TestPodEnvPacked: a task Pod carries the job's variables, what atom
+// needs to reach the coordinator packed in ATOM_TASK_ENV, and the Pod's
+// IP; the rest of atom's environment (the job spec above all: a job of
+// 80 KiB makes a Pod no larger) is LaunchEnv, which atom fetches. Its
+// labels and annotations are those something reads, and no port.
 func TestPodEnvPacked(t *testing.T) {
 	b := &kube.Backend{}
-	task := &structs.Task{ID: "j-0-ab12", Node: "gpu-1", Attempt: 1}
-	job := &structs.Job{ID: "j", Kind: structs.KindCommand, Image: "img", Command: []string{"sleep", "1"},
+	task := &structs.Task{ID: "j-0-ab12", Job: "j", Node: "gpu-1", Attempt: 1}
+	job := &structs.Job{ID: "j", Kind: structs.KindCommand, Image: "img", Command: []string{"sleep", "1"}, Owner: "alice",
 		Env: map[string]string{"B": "2", "A": "1"}}
 	p, err := b.Pod(task, job)
 	require.NoError(t, err)
@@ -84,23 +88,28 @@ func TestPodEnvPacked(t *testing.T) {
 	require.Equal(t, []string{"A", "B", structs.TaskEnvVar, "ATOM_POD_IP"}, names)
 	packed, err := structs.DecodeTaskEnv(env[2].Value)
 	require.NoError(t, err)
-	assert.Equal(t, "j-0-ab12", packed["ATOM_TASK_ID"])
-	assert.Equal(t, p.Name, packed["ATOM_POD_NAME"])
-	assert.Equal(t, "img", packed["ATOM_IMAGE"], "the Pod's image, for a spark driver's executors")
-	assert.Contains(t, packed["ATOM_JOB_SPEC"], `"command":["sleep","1"]`)
+	assert.Equal(t, map[string]string{"ATOM_COORDINATOR": "", "ATOM_TASK_ID": "j-0-ab12", "ATOM_TOKEN_FILE": kube.TokenPath}, packed)
+	assert.Equal(t, map[string]string{"atom.io/managed-by": "atom", "atom.io/cluster": "", "atom.io/job": "j"}, p.Labels)
+	assert.Equal(t, []string{"atom.io/job", "atom.io/task"}, slices.Sorted(maps.Keys(p.Annotations)))
+	assert.Empty(t, p.Spec.Containers[0].Ports)
 
-	job.Command = []string{"echo", strings.Repeat(`"`, 40<<10)} // 80 KiB as ATOM_JOB_SPEC, 160 packed
-	require.NoError(t, taskenv.Check(job), "a job the API accepts")
-	p, err = b.Pod(task, job)
+	launch := b.LaunchEnv(task, job)
+	assert.Equal(t, "j-0-ab12", launch["ATOM_TASK_ID"])
+	assert.Equal(t, "1", launch["ATOM_ATTEMPT"])
+	assert.Equal(t, p.Name, launch["ATOM_POD_NAME"])
+	assert.Equal(t, "img", launch["ATOM_IMAGE"], "the Pod's image, for a spark driver's executors")
+	assert.Contains(t, launch["ATOM_JOB_SPEC"], `"command":["sleep","1"]`)
+	assert.NotContains(t, launch, "ATOM_TOKEN")
+
+	raw, err := json.Marshal(p)
 	require.NoError(t, err)
-	names = nil
-	for _, e := range p.Spec.Containers[0].Env {
-		names = append(names, e.Name)
-		assert.LessOrEqual(t, len(e.Name)+1+len(e.Value), 120<<10, e.Name)
-	}
-	assert.NotContains(t, names, structs.TaskEnvVar)
-	assert.Contains(t, names, "ATOM_JOB_SPEC")
-	assert.Contains(t, names, "ATOM_TASK_ID")
+	job.Args = []string{strings.Repeat("x", 80<<10)} // 80 KiB as ATOM_JOB_SPEC
+	require.NoError(t, taskenv.Check(job), "a job the API accepts")
+	big, err := b.Pod(task, job)
+	require.NoError(t, err)
+	bigRaw, err := json.Marshal(big)
+	require.NoError(t, err)
+	assert.Less(t, len(bigRaw), len(raw)+81<<10, "the job's args once, in the container's")
 }
 
 // TestNodeFuseResourceNotADevice: a FUSE device plugin's resource on a CPU

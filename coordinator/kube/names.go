@@ -8,24 +8,20 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// Labels and annotations that link a Pod to atom. The
-// labels carry label-safe forms of the IDs (see LabelValue), for
-// selecting; the annotations of the same names carry the IDs exactly, and
-// are what the backend reads back.
+// Labels and annotations that link an object to atom (a task's Pod's:
+// Backend.meta). The labels carry label-safe forms of the IDs (see
+// LabelValue), for selecting; the annotations of the same names carry the
+// IDs exactly, and are what the backend reads back.
 const (
 	LabelManaged = "atom.io/managed-by" // = "atom" on everything the backend creates
 	LabelJob     = "atom.io/job"
-	LabelTask    = "atom.io/task"
-	LabelOwner   = "atom.io/owner"
-	LabelAttempt = "atom.io/attempt"
+	LabelTask    = "atom.io/task"  // an annotation of task Pods
+	LabelOwner   = "atom.io/owner" // of volumes
 	LabelCluster = "atom.io/cluster"
-	LabelReplica = "atom.io/replica"
 
-	// AnnotationNode on a task's Pod is the node Start binds it to;
-	// AnnotationAlloc tells the allocation it is for (a hash of the
-	// allocation token: a service replica placed again keeps its task ID
-	// and so its Pod name, not its token).
-	AnnotationNode  = "atom.io/node"
+	// AnnotationAlloc on a task's Pod tells the allocation it is for (a
+	// hash of the allocation token: a service replica placed again keeps
+	// its task ID and so its Pod name, not its token).
 	AnnotationAlloc = "atom.io/allocation"
 	// AnnotationSimulatedGPUs "true" on a Node: its GPUs are fake (no
 	// devices, nvidia.com/gpu patched into its status, as on test nodes),
@@ -61,7 +57,8 @@ const (
 	TokenPath     = "/var/run/secrets/atom/token"
 	TokenExpiry   = 600
 	// LaunchPort is where atom serves launch requests (atom rsh, MPI) in
-	// a Pod: ATOM_LAUNCH_LISTEN=0.0.0.0:7077.
+	// a Pod: ATOM_LAUNCH_LISTEN=0.0.0.0:7077 (atom reports it in its
+	// heartbeats; the Pod declares no port: nothing reads one).
 	LaunchPort = 7077
 )
 

@@ -17,17 +17,17 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// Pod is task t's Pod: under the backend's scheduler name, t.Node in its
-// annotation atom.io/node, unbound if t is a gang's (Start binds it
-// there), else bound to t.Node at once (spec.nodeName: one write to the
-// API server fewer, which is what bounds starting many tasks), its job's
-// priority class,
-// requests = limits of t's allocation (whole GPUs as nvidia.com/gpu), the
-// job's image running `/app/atom run [--grace G] [-- CMD ARGS...]`, the
-// job's env and atom's (packed in one variable, structs.TaskEnvVar), the
-// service account's token bound to the Pod
-// (audience atom) at TokenPath for atom to exchange, never restarted by
-// the kubelet (atom and the coordinator decide).
+// Pod is task t's Pod: under the backend's scheduler name, unbound if t
+// is a gang's (Start binds it to t.Node), else bound to t.Node at once
+// (spec.nodeName: one write to the API server fewer, which is what
+// bounds starting many tasks), its job's priority class, requests =
+// limits of t's allocation (whole GPUs as nvidia.com/gpu), the job's
+// image running `/app/atom run [--grace G] [-- CMD ARGS...]`, the job's
+// env and what atom needs to fetch the rest of its own (env), the
+// service account's token bound to the Pod (audience atom) at TokenPath
+// for atom to exchange, never restarted by the kubelet (atom and the
+// coordinator decide). Nothing in it is there for no reader: every
+// write of a Pod costs the API server, etcd and the kubelet by its size.
 func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 	image := j.Image
 	if image == "" {
@@ -66,7 +66,6 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 			res[corev1.ResourceName(k)] = *resource.NewQuantity(t.Resources.Devices[k], resource.DecimalSI)
 		}
 	}
-	annotations[AnnotationNode] = string(t.Node)
 	var nodeName string
 	if !j.IsGang() {
 		nodeName = string(t.Node)
@@ -89,7 +88,6 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 				Args:      literalAll(args),
 				Env:       env,
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
-				Ports:     []corev1.ContainerPort{{Name: "launch", ContainerPort: LaunchPort, Protocol: corev1.ProtocolTCP}},
 			}},
 		},
 	}
@@ -115,15 +113,23 @@ func (b *Backend) Pod(t *structs.Task, j *structs.Job) (*corev1.Pod, error) {
 	return p, nil
 }
 
-// env is the container's environment: the job's own variables, then
-// atom's (TaskEnv without the token, ATOM_TOKEN_FILE instead, the Pod's
-// name, namespace and image (ATOM_IMAGE: a spark driver's executors run
-// it), the launch server's address) in the one variable
-// structs.TaskEnvVar, which atom expands (one by one when packed they
-// would pass the limit of one variable: a job spec near it), and the
-// Pod's IP through the downward API. It fails only if a value cannot
-// travel (a NUL).
-func (b *Backend) env(t *structs.Task, j *structs.Job) ([]corev1.EnvVar, error) {
+// podVars are atom's variables that a task's Pod carries itself: what
+// atom needs to reach the coordinator and exchange the Pod's token
+// (ATOM_TLS_CA only for a coordinator that serves HTTPS). The rest of
+// its environment (LaunchEnv) comes back with the allocation token.
+var podVars = []string{"ATOM_COORDINATOR", "ATOM_TASK_ID", "ATOM_TOKEN_FILE", "ATOM_TLS_CA"}
+
+// LaunchEnv is the environment of task t's atom: the local backend's
+// ATOM_* (TaskEnv, with ATOM_JOB_SPEC), ATOM_TOKEN_FILE instead of
+// ATOM_TOKEN, the cache's variables, the Pod's name, namespace and image
+// (ATOM_IMAGE: a spark driver's executors run it), where atom serves
+// launches, and ATOM_SIMULATED_GPUS for a node with fake GPUs. The Pod
+// carries only podVars of it (env); atom gets the rest in exchange for
+// the Pod's token (ReviewPodToken's caller answers it with the
+// allocation token) and sets it before anything else. It is the same on
+// every server: the state's task and job, the cluster's configuration
+// and its Node.
+func (b *Backend) LaunchEnv(t *structs.Task, j *structs.Job) map[string]string {
 	vals := map[string]string{}
 	maps.Copy(vals, taskenv.Env(t, j, b.cfg.Coordinator, ""))
 	maps.Copy(vals, taskenv.TLS(b.cfg.CoordinatorCA))
@@ -146,25 +152,34 @@ func (b *Backend) env(t *structs.Task, j *structs.Job) ([]corev1.EnvVar, error) 
 		vals["ATOM_IMAGE"] = b.cfg.Image
 	}
 	maps.Copy(vals, b.simulatedGPUs(t.Node))
-	env := make([]corev1.EnvVar, 0, len(j.Env)+len(vals)+1)
+	return vals
+}
+
+// env is the container's environment: the job's own variables (which a
+// shell of `kubectl exec` sees too), atom's podVars packed in the one
+// variable structs.TaskEnvVar, which atom expands, and the Pod's IP
+// through the downward API (atom's launch server advertises it). It
+// fails only if a value cannot travel (a NUL).
+func (b *Backend) env(t *structs.Task, j *structs.Job) ([]corev1.EnvVar, error) {
+	vals := b.LaunchEnv(t, j)
+	env := make([]corev1.EnvVar, 0, len(j.Env)+2)
 	for _, k := range slices.Sorted(maps.Keys(j.Env)) {
 		if _, atoms := vals[k]; !atoms && !strings.HasPrefix(k, "ATOM_") {
 			env = append(env, corev1.EnvVar{Name: k, Value: literal(j.Env[k])})
 		}
 	}
-	packed, err := structs.EncodeTaskEnv(vals)
+	own := map[string]string{}
+	for _, k := range podVars {
+		if v, ok := vals[k]; ok {
+			own[k] = v
+		}
+	}
+	packed, err := structs.EncodeTaskEnv(own)
 	if err != nil {
 		return nil, fmt.Errorf("task %s's environment: %w", t.ID, err)
 	}
-	if len(structs.TaskEnvVar)+1+len(packed) <= taskenv.MaxVar {
-		env = append(env, corev1.EnvVar{Name: structs.TaskEnvVar, Value: literal(packed)})
-	} else { // a job spec near the limit: each variable on its own, as exec allows
-		for _, k := range slices.Sorted(maps.Keys(vals)) {
-			env = append(env, corev1.EnvVar{Name: k, Value: literal(vals[k])})
-		}
-	}
 	return append(env,
-		// atom's launch server advertises it (--launch-advertise's default).
+		corev1.EnvVar{Name: structs.TaskEnvVar, Value: literal(packed)},
 		corev1.EnvVar{Name: "ATOM_POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 	), nil
 }

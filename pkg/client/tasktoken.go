@@ -10,13 +10,10 @@ import (
 
 // TaskToken exchanges the service-account token of task id's Pod (a
 // projected token bound to the Pod, audience atom) for the task's
-// allocation token.
-func (c *Client) TaskToken(ctx context.Context, id structs.TaskID, serviceAccountToken, nonce string) (string, error) {
+// allocation token and its atom's environment.
+func (c *Client) TaskToken(ctx context.Context, id structs.TaskID, serviceAccountToken, nonce string) (wire.TaskToken, error) {
 	var out wire.TaskToken
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/tasks/" + seg(string(id)) + "/token",
 		body: jsonBody(wire.TaskTokenRequest{ServiceAccountToken: serviceAccountToken, Nonce: nonce}), header: jsonHeader(), out: &out})
-	if err != nil {
-		return "", err
-	}
-	return out.Token, nil
+	return out, err
 }

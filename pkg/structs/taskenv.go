@@ -7,12 +7,13 @@ import (
 )
 
 // TaskEnvVar is the one environment variable a Kubernetes task Pod carries
-// atom's variables in (ATOM_COORDINATOR, ATOM_TASK_ID, ATOM_JOB_SPEC, ...,
-// and the cache's REDIS_HOST/REDIS_PORT): a JSON object of name to value,
-// which atom expands into its own environment, and so its job's, before
-// anything else. One variable instead of twenty keeps every task Pod small:
-// the API server's cost of a Pod write (managed fields, validation, watch
-// encoding) and kwok's or the kubelet's grow with its number of fields.
+// atom's variables in (ATOM_COORDINATOR, ATOM_TASK_ID, ATOM_TOKEN_FILE:
+// what atom needs to fetch the rest from the coordinator): a JSON object
+// of name to value, which atom expands into its own environment, and so
+// its job's, before anything else. One variable instead of several keeps
+// every task Pod small: the API server's cost of a Pod write (managed
+// fields, validation, watch encoding) and kwok's or the kubelet's grow
+// with its number of fields.
 const TaskEnvVar = "ATOM_TASK_ENV"
 
 // EncodeTaskEnv is the value of TaskEnvVar for env (keys sorted).

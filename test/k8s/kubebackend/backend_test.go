@@ -83,9 +83,11 @@ func (r *recorder) token(id structs.TaskID) string {
 	return r.tokens[id]
 }
 
-// env is container c's environment by name, with the variables packed in
-// structs.TaskEnvVar as atom expands them (and the packed one kept).
-func env(t *testing.T, c corev1.Container) map[string]corev1.EnvVar {
+// env is the environment atom in container c runs with, by name: the
+// container's, with the variables packed in structs.TaskEnvVar as atom
+// expands them (and the packed one kept), then launch over them (what
+// atom fetches from the coordinator: Backend.LaunchEnv).
+func env(t *testing.T, c corev1.Container, launch map[string]string) map[string]corev1.EnvVar {
 	t.Helper()
 	m := map[string]corev1.EnvVar{}
 	for _, e := range c.Env {
@@ -97,6 +99,9 @@ func env(t *testing.T, c corev1.Container) map[string]corev1.EnvVar {
 				m[k] = corev1.EnvVar{Name: k, Value: v}
 			}
 		}
+	}
+	for k, v := range launch {
+		m[k] = corev1.EnvVar{Name: k, Value: v}
 	}
 	return m
 }
@@ -176,13 +181,10 @@ func TestBackend(t *testing.T) {
 			require.NotNil(t, p.Spec.TerminationGracePeriodSeconds)
 			assert.EqualValues(t, 20, *p.Spec.TerminationGracePeriodSeconds)
 
-			assert.Equal(t, map[string]string{
-				"atom.io/managed-by": "atom", "atom.io/cluster": "k8s", "atom.io/job": "j-Gang1",
-				"atom.io/task": string(task.ID), "atom.io/owner": kube.LabelValue("alice@example.com"),
-				"atom.io/attempt": "1", "atom.io/replica": []string{"0", "1"}[i],
-			}, p.Labels)
-			assert.Equal(t, "alice@example.com", p.Annotations["atom.io/owner"])
-			assert.Equal(t, string(task.ID), p.Annotations["atom.io/task"])
+			assert.Equal(t, map[string]string{"atom.io/managed-by": "atom", "atom.io/cluster": "k8s", "atom.io/job": "j-Gang1"}, p.Labels)
+			assert.Equal(t, map[string]string{"atom.io/job": "j-Gang1", "atom.io/task": string(task.ID),
+				"atom.io/allocation": p.Annotations["atom.io/allocation"]}, p.Annotations)
+			assert.Len(t, p.Annotations["atom.io/allocation"], 16)
 
 			require.Len(t, p.Spec.Containers, 1)
 			ct := p.Spec.Containers[0]
@@ -202,7 +204,15 @@ func TestBackend(t *testing.T) {
 			assert.Len(t, ct.Resources.Requests, 3)
 			assert.Len(t, ct.Resources.Limits, 3)
 
-			e := env(t, ct)
+			// What the Pod carries: atom's way to the coordinator, where
+			// it gets the rest.
+			e := env(t, ct, nil)
+			for k, v := range map[string]string{"ATOM_COORDINATOR": "http://coord-0:8080,http://coord-1:8080",
+				"ATOM_TASK_ID": string(task.ID), "ATOM_TOKEN_FILE": kube.TokenPath, "ATOM_TLS_CA": testCA} {
+				assert.Equal(t, v, e[k].Value, k)
+			}
+			assert.NotContains(t, e, "ATOM_JOB_SPEC")
+			e = env(t, ct, b.LaunchEnv(task, job))
 			for k, v := range map[string]string{
 				"ATOM_COORDINATOR": "http://coord-0:8080,http://coord-1:8080", "ATOM_JOB_ID": "j-Gang1", "ATOM_JOB_KIND": "mpi",
 				"ATOM_TASK_ID": string(task.ID), "ATOM_REPLICA": []string{"0", "1"}[i], "ATOM_REPLICAS": "2", "ATOM_ATTEMPT": "1",
@@ -291,7 +301,7 @@ func TestBackend(t *testing.T) {
 			State: structs.TaskScheduled, Resources: cj.Resources}
 		require.NoError(t, cb.Start(ct, cj, "secret-token-c-abcdef"))
 		p := c.WaitPodPhase(t, ns, kube.PodName(ct.ID), corev1.PodRunning)
-		e := env(t, p.Spec.Containers[0])
+		e := env(t, p.Spec.Containers[0], cb.LaunchEnv(ct, cj))
 		assert.Equal(t, "redis.atom-system:6379", e["ATOM_CACHE_REDIS"].Value)
 		assert.Equal(t, "redis.atom-system", e["REDIS_HOST"].Value)
 		assert.Equal(t, "6379", e["REDIS_PORT"].Value)
@@ -316,7 +326,7 @@ func TestBackend(t *testing.T) {
 		pt.ID, pt.Job = structs.MakeTaskID(plain.ID, 0, 0), plain.ID
 		require.NoError(t, cb.Start(&pt, &plain, "secret-token-p-abcdef"))
 		pp := c.WaitPodPhase(t, ns, kube.PodName(pt.ID), corev1.PodRunning)
-		assert.NotContains(t, env(t, pp.Spec.Containers[0]), "ATOM_CACHE_REDIS")
+		assert.NotContains(t, env(t, pp.Spec.Containers[0], cb.LaunchEnv(&pt, &plain)), "ATOM_CACHE_REDIS")
 		assert.Nil(t, pp.Spec.Containers[0].SecurityContext)
 		for _, id := range []structs.TaskID{ct.ID, pt.ID} {
 			require.NoError(t, cb.Stop(id, time.Second))

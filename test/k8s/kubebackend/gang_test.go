@@ -69,15 +69,13 @@ func TestGangs(t *testing.T) {
 				assert.True(t, v.Equal(ct.Resources.Requests[k]), "request %s: %v", k, ct.Resources.Requests)
 				assert.True(t, v.Equal(ct.Resources.Limits[k]), "limit %s", k)
 			}
-			e := env(t, ct)
+			e := env(t, ct, exchange(ctx, t, c, co, p))
 			for k, v := range map[string]string{"ATOM_JOB_KIND": "mpi", "ATOM_JOB_ID": string(id), "ATOM_TASK_ID": string(task.ID),
 				"ATOM_REPLICA": fmt.Sprint(task.Index), "ATOM_REPLICAS": "4", "ATOM_NODE": string(task.Node),
 				"ATOM_ACCEL_TYPE": "A100", "ATOM_ACCELERATORS": "0,1,2,3,4,5,6,7", "NCCL_DEBUG": "INFO"} {
 				assert.Equal(t, v, e[k].Value, k)
 			}
-			assert.Equal(t, map[string]string{"atom.io/managed-by": "atom", "atom.io/cluster": "k8s", "atom.io/job": kube.LabelValue(string(id)),
-				"atom.io/task": kube.LabelValue(string(task.ID)), "atom.io/owner": "dev", "atom.io/attempt": "0",
-				"atom.io/replica": fmt.Sprint(task.Index)}, p.Labels)
+			assert.Equal(t, map[string]string{"atom.io/managed-by": "atom", "atom.io/cluster": "k8s", "atom.io/job": kube.LabelValue(string(id))}, p.Labels)
 		}
 		assert.Len(t, nodes, 4, "four distinct GPU nodes")
 

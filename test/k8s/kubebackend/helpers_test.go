@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -194,4 +195,21 @@ func pods(t *testing.T, c *k8stest.Cluster, id structs.JobID) []corev1.Pod {
 	list, err := c.Admin.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "atom.io/job=" + kube.LabelValue(string(id))})
 	require.NoError(t, err)
 	return list.Items
+}
+
+// exchange is what atom in task Pod p gets from coordinator co for the
+// Pod's token (which the test asks cluster c for, as the kubelet would):
+// the environment the Pod does not carry.
+func exchange(ctx context.Context, t *testing.T, c *k8stest.Cluster, co *coordinator, p *corev1.Pod) map[string]string {
+	t.Helper()
+	exp := int64(kube.TokenExpiry)
+	tr, err := c.Admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, p.Spec.ServiceAccountName, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+		Audiences: []string{kube.TokenAudience}, ExpirationSeconds: &exp,
+		BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tok, err := client.New(co.d.URL, "").TaskToken(ctx, structs.TaskID(p.Annotations[kube.LabelTask]), tr.Status.Token, "")
+	require.NoError(t, err)
+	require.NotEmpty(t, tok.Token)
+	return tok.Env
 }

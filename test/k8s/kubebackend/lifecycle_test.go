@@ -2,6 +2,7 @@ package kubebackend_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,7 +114,7 @@ func TestLifecycle(t *testing.T) {
 		var moved corev1.Pod
 		require.Eventually(t, func() bool {
 			for _, p := range pods(t, c, id) {
-				if p.Labels["atom.io/replica"] == dead.Labels["atom.io/replica"] && p.UID != dead.UID && p.Status.Phase == corev1.PodRunning {
+				if replica(p) == replica(dead) && p.UID != dead.UID && p.Status.Phase == corev1.PodRunning {
 					moved = p
 					return true
 				}
@@ -153,4 +154,12 @@ func TestLifecycle(t *testing.T) {
 		}
 		assert.Equal(t, 2, lost, "the replica on the dead node and the one deleted by hand were lost")
 	})
+}
+
+// replica is the replica index of the task of Pod p, as its ID tells it
+// (structs.NewTaskID: the job, the index, a suffix).
+func replica(p corev1.Pod) string {
+	rest := strings.TrimPrefix(p.Annotations[kube.LabelTask], p.Annotations[kube.LabelJob]+"-")
+	index, _, _ := strings.Cut(rest, "-")
+	return index
 }

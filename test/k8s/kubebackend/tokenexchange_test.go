@@ -33,7 +33,8 @@ import (
 // audience, an unbound service-account token, garbage, one of an ended
 // task and one of a replaced Pod are refused (401/403, a message saying
 // why) and change nothing. The real atom binary, given only
-// ATOM_TOKEN_FILE, exchanges it, heartbeats and reports its task's end;
+// ATOM_TOKEN_FILE, exchanges it for the token and the rest of its
+// environment, which the job sees, heartbeats and reports its task's end;
 // given a token that is refused, it stops with the coordinator's reason.
 func TestTokenExchange(t *testing.T) {
 	c := k8stest.Start(t, k8stest.Options{})
@@ -90,14 +91,20 @@ func TestTokenExchange(t *testing.T) {
 	t.Run("own-pod", func(t *testing.T) {
 		tok, err := anon.TaskToken(ctx, a.ID, boundToken(t, podA, kube.TokenAudience), nonceA)
 		require.NoError(t, err)
-		assert.Equal(t, allocToken(a.ID), tok)
+		assert.Equal(t, allocToken(a.ID), tok.Token)
+		// With it, the environment the Pod does not carry.
+		assert.Equal(t, string(id), tok.Env["ATOM_JOB_ID"])
+		assert.Equal(t, "2", tok.Env["ATOM_REPLICAS"])
+		assert.Equal(t, podA.Name, tok.Env["ATOM_POD_NAME"])
+		assert.Contains(t, tok.Env["ATOM_JOB_SPEC"], `"name":"web"`)
+		assert.NotContains(t, tok.Env, "ATOM_TOKEN")
 		tok, err = anon.TaskToken(ctx, b.ID, boundToken(t, podB, kube.TokenAudience), nonceB)
 		require.NoError(t, err)
-		assert.Equal(t, allocToken(b.ID), tok)
+		assert.Equal(t, allocToken(b.ID), tok.Token)
 		// atom's retry (its answer lost) is answered again.
 		tok, err = anon.TaskToken(ctx, a.ID, boundToken(t, podA, kube.TokenAudience), nonceA)
 		require.NoError(t, err)
-		assert.Equal(t, allocToken(a.ID), tok)
+		assert.Equal(t, allocToken(a.ID), tok.Token)
 		// Anyone else, once atom has it: its job can read the same token
 		// file, but not atom's nonce.
 		refused(t, a.ID, boundToken(t, podA, kube.TokenAudience), http.StatusConflict,
@@ -148,7 +155,7 @@ func TestTokenExchange(t *testing.T) {
 		refused(t, again.ID, old, http.StatusUnauthorized, "does not accept the service-account token")
 		tok, err := anon.TaskToken(ctx, again.ID, boundToken(t, newPod, kube.TokenAudience), nonceB)
 		require.NoError(t, err)
-		assert.Equal(t, allocToken(again.ID), tok)
+		assert.Equal(t, allocToken(again.ID), tok.Token)
 	})
 
 	t.Run("ended-task", func(t *testing.T) {
@@ -170,6 +177,7 @@ func TestTokenExchange(t *testing.T) {
 		out, err := exec.Command("go", "build", "-o", atomBin, "github.com/atom-sched/atom/atom").CombinedOutput()
 		require.NoError(t, err, string(out))
 		jid := co.submit(t, "kind: command\nname: hello\ncommand: [\"true\"]\nresources: {cpu: \"1\", memory: 1Gi}\n")
+		envFile := filepath.Join(t.TempDir(), "env")
 		_, ts := co.waitJob(t, jid, "runs", func(_ *structs.Job, ts []*structs.Task) bool { return len(running(ts)) == 1 })
 		task := ts[0]
 		pod := c.WaitPodPhase(t, ns, kube.PodName(task.ID), corev1.PodRunning)
@@ -177,9 +185,11 @@ func TestTokenExchange(t *testing.T) {
 		atom := func(jwt string) (int, string) {
 			file := filepath.Join(dir, "token")
 			require.NoError(t, os.WriteFile(file, []byte(jwt+"\n"), 0o600))
-			cmd := exec.CommandContext(ctx, atomBin, "run", "--reap=false", "--", "sh", "-c", "sleep 0.3")
+			// Only what the Pod carries; the rest comes with the token.
+			cmd := exec.CommandContext(ctx, atomBin, "run", "--reap=false", "--", "sh", "-c",
+				`echo "$ATOM_JOB_ID $ATOM_REPLICAS $ATOM_JOB_KIND $ATOM_POD_NAME" >`+envFile+`; sleep 0.3`)
 			cmd.Env = append(os.Environ(), "ATOM_COORDINATOR="+co.d.URL, "ATOM_TASK_ID="+string(task.ID), "ATOM_TOKEN=",
-				"ATOM_TOKEN_FILE="+file, "ATOM_JOB_KIND=command", "ATOM_HEARTBEAT=100ms")
+				"ATOM_TOKEN_FILE="+file)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()
@@ -199,6 +209,9 @@ func TestTokenExchange(t *testing.T) {
 		// Its own Pod's: exchanged, heartbeats accepted, its end reported.
 		code, stderr = atom(boundToken(t, pod, kube.TokenAudience))
 		assert.Equal(t, 0, code, stderr)
+		b, err := os.ReadFile(envFile)
+		require.NoError(t, err)
+		assert.Equal(t, string(jid)+" 1 command "+pod.Name+"\n", string(b), "the job sees the environment atom fetched")
 		j, _ := co.waitJob(t, jid, "succeeds", func(j *structs.Job, _ []*structs.Task) bool { return j.State.Ended() })
 		assert.Equal(t, structs.JobSucceeded, j.State, j.Reason)
 	})
