@@ -20,7 +20,8 @@ import (
 //
 // ReviewPodToken checks that jwt is a token bound to the Pod of task t's
 // allocation whose token is allocToken, in t's cluster. It returns the
-// environment of t's atom that its Pod does not carry when it is; a
+// environment of t's atom (its Pod carries only what atom needs to ask
+// for it) when it is; a
 // *StatusError (401: not a valid token for audience atom; 403: valid but
 // not that Pod's) when it is not; any other error when it cannot tell now
 // (the API answers 503: retry).

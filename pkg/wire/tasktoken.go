@@ -14,9 +14,9 @@ type TaskTokenRequest struct {
 }
 
 // TaskToken answers POST /v1/tasks/{id}/token: the task's allocation
-// token, for its heartbeats (ATOM_TOKEN), and the rest of its atom's
-// environment, which its Pod does not carry (ATOM_JOB_ID, ATOM_JOB_SPEC,
-// ...): atom sets it before anything else reads the environment.
+// token, for its heartbeats (ATOM_TOKEN), and its atom's environment
+// (ATOM_JOB_ID, ATOM_JOB_SPEC, ...; the Pod carries only what atom needs
+// to ask for it): atom sets it before anything else reads the environment.
 type TaskToken struct {
 	Task  structs.TaskID    `json:"task"`
 	Token string            `json:"token"`
