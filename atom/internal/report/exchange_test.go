@@ -22,7 +22,8 @@ import (
 
 // ExchangeToken waits out a coordinator that is away (503, 429, no
 // answer), reading the token file again for every try (the kubelet
-// renews it), and returns the allocation token; test/k8s/kubebackend
+// renews it), and returns the allocation token and the environment that
+// came with it; test/k8s/kubebackend
 // (TestTokenExchange) runs it against a real coordinator and API server.
 func TestExchangeTokenRetries(t *testing.T) {
 	t.Parallel()
@@ -48,7 +49,7 @@ func TestExchangeTokenRetries(t *testing.T) {
 			w.WriteHeader(http.StatusTooManyRequests)
 			_, _ = io.WriteString(w, `{"error": "too many token exchanges at once: retry in a second"}`)
 		default:
-			_ = json.NewEncoder(w).Encode(wire.TaskToken{Task: "t-0-a", Token: "alloc-token"})
+			_ = json.NewEncoder(w).Encode(wire.TaskToken{Task: "t-0-a", Token: "alloc-token", Env: map[string]string{"ATOM_JOB_ID": "t"}})
 		}
 	}))
 	t.Cleanup(srv.Close)
@@ -57,7 +58,8 @@ func TestExchangeTokenRetries(t *testing.T) {
 	// The first server is gone: the next one is tried.
 	tok, err := report.ExchangeToken(ctx, "http://127.0.0.1:1,"+srv.URL, "t-0-a", file, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	assert.Equal(t, "alloc-token", tok)
+	assert.Equal(t, "alloc-token", tok.Token)
+	assert.Equal(t, map[string]string{"ATOM_JOB_ID": "t"}, tok.Env, "with the task's environment")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"jwt-1", "jwt-2", "jwt-2"}, got)
