@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
@@ -65,14 +66,14 @@ func settingsFor(c *structs.Cluster, cfg Config) kubeSettings {
 // a task goes to its node's cluster's backend, the local one otherwise.
 type router struct {
 	srv   *server.Server
-	local server.Backend
+	local backend.Backend
 	kube  map[structs.ClusterID]*kube.Backend
 }
 
 // backendFor returns the backend of the cluster task id's node (or, for
 // Start, node) belongs to: its kubernetes backend, noKube for a
 // kubernetes cluster this server has no client for, else the local one.
-func (r *router) backendFor(node structs.NodeID, id structs.TaskID) server.Backend {
+func (r *router) backendFor(node structs.NodeID, id structs.TaskID) backend.Backend {
 	var c structs.ClusterID
 	var isKube bool
 	r.srv.Read(func(s *state.State) {
@@ -112,7 +113,9 @@ func (n noKube) err(id structs.TaskID) error {
 		id, n.cluster, n.server)
 }
 
-func (n noKube) Start(t *structs.Task, _ *structs.Job, _ string) error { return n.err(t.ID) }
+func (n noKube) Start(l backend.Launch) error { return n.err(l.Task.ID) }
+
+func (noKube) Capabilities() backend.Capabilities { return backend.Capabilities{} }
 
 func (n noKube) Stop(id structs.TaskID, _ time.Duration) error { return n.err(id) }
 
@@ -149,44 +152,45 @@ func (r *router) warnNoKube(log *slog.Logger) {
 	}
 }
 
-func (r *router) Start(t *structs.Task, j *structs.Job, token string) error {
-	return r.backendFor(t.Node, t.ID).Start(t, j, token)
+// backendOf returns the backend of launch l's cluster, as backendFor
+// does, without reading the state.
+func (r *router) backendOf(l backend.Launch) backend.Backend {
+	if l.Cluster == nil {
+		return r.local
+	}
+	if b := r.kube[l.Cluster.Name]; b != nil {
+		return b
+	}
+	if l.Cluster.Backend == "kubernetes" {
+		return noKube{cluster: l.Cluster.Name, server: r.srv.ID()}
+	}
+	return r.local
 }
+
+func (r *router) Start(l backend.Launch) error { return r.backendOf(l).Start(l) }
 
 func (r *router) Stop(id structs.TaskID, grace time.Duration) error {
 	return r.backendFor("", id).Stop(id, grace)
 }
 
-// Adopts: a new leader starts the tasks another server placed on a
-// kubernetes cluster (server.Adopter): their Pods, named from the task,
-// are there for every server to see, so Start finds the ones created
-// and binds a gang's once all exist (creating the missing ones), all or
-// none as ever. Spark executors are the executor loop's to bind; local
-// tasks are processes of the server that placed them.
-func (r *router) Adopts(t *structs.Task) bool {
-	switch r.backendFor(t.Node, t.ID).(type) {
-	case *kube.Backend, noKube:
-		return t.Executor == ""
+// Capabilities: a new leader starts the tasks another server placed on
+// a kubernetes cluster (Adopts): their Pods, named from the task, are
+// there for every server to see, so Start finds the ones created and
+// binds a gang's once all exist (creating the missing ones), all or none
+// as ever. Spark executors are the executor loop's to bind; local tasks
+// are processes of the server that placed them. The claims are the
+// kubernetes clusters' (Claims).
+func (r *router) Capabilities() backend.Capabilities {
+	return backend.Capabilities{
+		Adopts: func(l backend.Launch) bool {
+			switch r.backendOf(l).(type) {
+			case *kube.Backend, noKube:
+				return l.Task.Executor == ""
+			}
+			return false
+		},
+		Claims: r.Claims,
 	}
-	return false
-}
-
-// gangOf lists the tasks of t's job and attempt, and whether they are all
-// Scheduled or Running (none stopping or ended).
-func gangOf(srv *server.Server, t *structs.Task) (ids []structs.TaskID, whole bool) {
-	whole = true
-	srv.Read(func(s *state.State) {
-		for _, x := range s.TasksOf(t.Job) {
-			if x.Attempt != t.Attempt || x.Executor != "" { // a spark job's executors are no gang members
-				continue
-			}
-			ids = append(ids, x.ID)
-			if x.State != structs.TaskScheduled && x.State != structs.TaskRunning {
-				whole = false
-			}
-		}
-	})
-	return ids, whole
 }
 
 // kubeClient connects to cluster c as its kubeconfig says (in-cluster
@@ -229,7 +233,7 @@ func kubeClient(c *structs.Cluster, ks kubeSettings) (kubernetes.Interface, erro
 // closes the backends. Without kubernetes clusters the router sends every
 // task to lb, but never one on a kubernetes cluster of the state (noKube).
 func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Server, lb *LocalBackend, apply kube.ApplyFunc,
-	coordinators string, every time.Duration, cfg Config, log *slog.Logger) (server.Backend, func(), func(), error) {
+	coordinators string, every time.Duration, cfg Config, log *slog.Logger) (backend.Backend, func(), func(), error) {
 	r := &router{srv: srv, local: lb, kube: map[structs.ClusterID]*kube.Backend{}}
 	closeAll := func() {
 		for _, b := range r.kube {
@@ -264,13 +268,9 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 		}
 		kc := kube.Config{Cluster: c.Name, Redis: c.Redis, Client: client, Namespace: c.Namespace, ServiceAccount: c.ServiceAccount, Coordinator: coordinators, CoordinatorCA: lb.CA,
 			Heartbeat: every, Grace: lb.Grace, Image: ks.image, PluginDir: cfg.PluginDir, Log: log,
-			Resync: 5 * time.Minute, TokenOf: func(id structs.TaskID) (tok string) {
-				srv.Read(func(s *state.State) { tok = s.Tokens[id] })
-				return tok
-			},
+			Resync:    5 * time.Minute,
 			NodeGrace: cfg.KubeNodeGrace, Sweep: cfg.KubeSweep, KeepFinished: cfg.KubeKeepFinished, Leader: srv.IsLeader,
 			LeadingSince: srv.LeadingSince, HeartbeatTTL: srv.HeartbeatTTL(),
-			Gang: func(t *structs.Task) ([]structs.TaskID, bool) { return gangOf(srv, t) },
 			Task: func(id structs.TaskID) (tok string, live bool) {
 				srv.Read(func(s *state.State) {
 					if t := s.Tasks[id]; t != nil {

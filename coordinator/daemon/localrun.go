@@ -12,17 +12,12 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/taskenv"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/local"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
-
-// Heartbeater is where the local backend reports its processes (the
-// server's Heartbeat).
-type Heartbeater interface {
-	Heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error
-}
 
 // LocalBackend runs tasks as local processes (coordinator/local) for the
 // server, and reports for them: Started is Running, an exit is Succeeded
@@ -31,7 +26,7 @@ type Heartbeater interface {
 // own life is its liveness.
 type LocalBackend struct {
 	run   *local.Backend
-	hb    Heartbeater
+	sink  backend.EventSink
 	addr  string // the coordinators' HTTP addresses tasks are told (comma-separated)
 	atom  string // the atom binary to run commands under; "" runs them bare
 	every time.Duration
@@ -75,8 +70,8 @@ type LocalBackend struct {
 // atom set, each command runs under `atom run`, which heartbeats for
 // itself to any of them, so tasks outlive the server that started them.
 // every is the heartbeat period (a third of the heartbeat TTL).
-func NewLocalBackend(run *local.Backend, hb Heartbeater, httpAddrs, atom string, every time.Duration, log *slog.Logger) *LocalBackend {
-	b := &LocalBackend{run: run, hb: hb, addr: httpAddrs, atom: atom, every: every, log: log,
+func NewLocalBackend(run *local.Backend, sink backend.EventSink, httpAddrs, atom string, every time.Duration, log *slog.Logger) *LocalBackend {
+	b := &LocalBackend{run: run, sink: sink, addr: httpAddrs, atom: atom, every: every, log: log,
 		tokens: map[structs.TaskID]string{}, done: make(chan struct{})}
 	b.wg.Add(2)
 	go b.pump()
@@ -84,8 +79,7 @@ func NewLocalBackend(run *local.Backend, hb Heartbeater, httpAddrs, atom string,
 	return b
 }
 
-// stateReader is the server's replicated state, which Start reads for the
-// task's cluster (its cache Redis).
+// stateReader is the server's replicated state.
 type stateReader interface {
 	Read(fn func(*state.State))
 }
@@ -95,8 +89,10 @@ type stateReader interface {
 // job's type decides what runs, so a job without a command is atom's to
 // refuse or complete (a spark job's plugin builds spark-submit); without
 // atom, the command is all there is and a job without one fails here.
-// Starting a started task does nothing.
-func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) error {
+// Starting a started task does nothing. The launch's cluster gives the
+// cache's Redis (ATOM_CACHE_REDIS and the like).
+func (b *LocalBackend) Start(l backend.Launch) error {
+	t, j, token := l.Task, l.Job, l.Token
 	if b.run.Started(string(t.ID)) {
 		return nil // and its configs stay as its process has them
 	}
@@ -138,9 +134,8 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 	for k, v := range taskenv.TLS(b.CA) {
 		env[k] = v
 	}
-	if sr, ok := b.hb.(stateReader); ok {
-		var redis string
-		sr.Read(func(st *state.State) { redis = taskenv.ClusterRedis(st.Clusters, st.Nodes, t.Node) })
+	if l.Cluster != nil {
+		redis := l.Cluster.Redis
 		for k, v := range taskenv.CacheEnv(j, redis) {
 			env[k] = v
 		}
@@ -176,10 +171,14 @@ func (b *LocalBackend) Start(t *structs.Task, j *structs.Job, token string) erro
 		_ = removeConfigs(b.configsDir(t.ID))
 	}
 	if errors.Is(err, local.ErrClosed) {
-		return fmt.Errorf("%w: %w", server.ErrBackendClosed, err)
+		return fmt.Errorf("%w: %w", backend.ErrClosed, err)
 	}
 	return err
 }
+
+// Capabilities: none beyond Start and Stop; a task is a process of the
+// server that placed it, which no other server sees.
+func (b *LocalBackend) Capabilities() backend.Capabilities { return backend.Capabilities{} }
 
 // Stop stops task id's process: SIGTERM to its first process (atom, or
 // the bare command), then SIGKILL to all of its processes after grace.
@@ -207,7 +206,7 @@ func (b *LocalBackend) report(id structs.TaskID, ev structs.TaskEvent) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	if err := b.hb.Heartbeat(id, b.token(id), ev); err != nil {
+	if err := b.sink.Report(id, b.token(id), ev); err != nil {
 		return fmt.Errorf("report task %s %s: %w", id, ev.State, err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/local"
 	"github.com/atom-sched/atom/coordinator/taskenv"
@@ -23,7 +24,7 @@ type reports struct {
 	evs map[structs.TaskID][]structs.TaskEvent
 }
 
-func (r *reports) Heartbeat(id structs.TaskID, _ string, ev structs.TaskEvent) error {
+func (r *reports) Report(id structs.TaskID, _ string, ev structs.TaskEvent) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ev.State != "" {
@@ -91,7 +92,7 @@ func TestLocalBackendLetsTheJobTypeDecide(t *testing.T) {
 
 	spark := &structs.Job{ID: "clean-1", Kind: structs.KindSpark, Replicas: 1}
 	st := localTask(spark)
-	require.NoError(t, lb.Start(st, spark, "tok"))
+	require.NoError(t, lb.Start(backend.Launch{Task: st, Job: spark, Token: "tok"}))
 	assert.Equal(t, structs.TaskSucceeded, waitEnded(t, r, st.ID).State)
 	out, err := os.ReadFile(run.LogPath(string(st.ID)))
 	require.NoError(t, err)
@@ -99,7 +100,7 @@ func TestLocalBackendLetsTheJobTypeDecide(t *testing.T) {
 
 	cmd := &structs.Job{ID: "hello-1", Kind: structs.KindCommand, Replicas: 1, Command: []string{"echo"}, Args: []string{"hi"}}
 	ct := localTask(cmd)
-	require.NoError(t, lb.Start(ct, cmd, "tok"))
+	require.NoError(t, lb.Start(backend.Launch{Task: ct, Job: cmd, Token: "tok"}))
 	assert.Equal(t, structs.TaskSucceeded, waitEnded(t, r, ct.ID).State)
 	out, err = os.ReadFile(run.LogPath(string(ct.ID)))
 	require.NoError(t, err)
@@ -115,14 +116,14 @@ func TestLocalBackendWithoutAtomNeedsACommand(t *testing.T) {
 
 	spark := &structs.Job{ID: "clean-1", Kind: structs.KindSpark, Replicas: 1}
 	st := localTask(spark)
-	require.NoError(t, lb.Start(st, spark, "tok"))
+	require.NoError(t, lb.Start(backend.Launch{Task: st, Job: spark, Token: "tok"}))
 	ev := waitEnded(t, r, st.ID)
 	assert.Equal(t, structs.TaskFailed, ev.State)
 	assert.Contains(t, ev.Message, "the job has no command")
 
 	cmd := &structs.Job{ID: "env-1", Kind: structs.KindCommand, Replicas: 1, Command: []string{"sh", "-c", "echo $ATOM_PLUGIN_DIR"}}
 	ct := localTask(cmd)
-	require.NoError(t, lb.Start(ct, cmd, "tok"))
+	require.NoError(t, lb.Start(backend.Launch{Task: ct, Job: cmd, Token: "tok"}))
 	assert.Equal(t, structs.TaskSucceeded, waitEnded(t, r, ct.ID).State)
 	out, err := os.ReadFile(run.LogPath(string(ct.ID)))
 	require.NoError(t, err)
@@ -146,7 +147,7 @@ func TestLocalBackendConfigs(t *testing.T) {
 		Command: []string{"sh", "-c", `cat $ATOM_CONFIG_ROOT/etc/train/lr; echo " $PW $USER_VAR"`}, Configs: []structs.ConfigRef{ref, env}}
 	tk := localTask(j)
 	tk.Configs = []structs.TaskConfig{{ConfigID: ref.ID(), Version: 1}, {ConfigID: env.ID(), Version: 1}}
-	require.NoError(t, lb.Start(tk, j, "tok"))
+	require.NoError(t, lb.Start(backend.Launch{Task: tk, Job: j, Token: "tok"}))
 	assert.Equal(t, structs.TaskSucceeded, waitEnded(t, r, tk.ID).State)
 	out, err := os.ReadFile(run.LogPath(string(tk.ID)))
 	require.NoError(t, err)
@@ -159,7 +160,7 @@ func TestLocalBackendConfigs(t *testing.T) {
 	j2.ID = "c-2"
 	tk2 := localTask(&j2)
 	tk2.Configs = tk.Configs
-	require.NoError(t, lb.Start(tk2, &j2, "tok"))
+	require.NoError(t, lb.Start(backend.Launch{Task: tk2, Job: &j2, Token: "tok"}))
 	ev := waitEnded(t, r, tk2.ID)
 	assert.Equal(t, structs.TaskFailed, ev.State)
 	assert.Contains(t, ev.Message, "configs: secret db (user:u1): key PW holds a NUL byte, which an environment variable cannot: mount it as a file instead")

@@ -11,8 +11,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/local"
-	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -34,7 +34,7 @@ func localLog(run *local.Backend, id structs.TaskID) (io.ReadCloser, error) {
 // container log through its API server; else the task's output file here
 // or, failing that, on the first other server that has it. With follow, a
 // stream lasts until the task ends.
-func (f *forwarder) logSource(run *local.Backend, be server.Backend, self string) func(structs.TaskID, bool) (io.ReadCloser, error) {
+func (f *forwarder) logSource(run *local.Backend, be backend.Backend, self string) func(structs.TaskID, bool) (io.ReadCloser, error) {
 	r, _ := be.(*router)
 	return func(id structs.TaskID, follow bool) (io.ReadCloser, error) {
 		if r != nil {

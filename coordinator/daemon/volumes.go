@@ -11,7 +11,6 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/kube"
-	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/pkg/wire"
 )
@@ -130,7 +129,7 @@ func (v *volumes) DeleteVolume(ctx context.Context, cluster structs.ClusterID, n
 }
 
 // Claims says, per kubernetes cluster, which of names are claims of its
-// namespace (server.ClaimFinder): a job's volumes pin it to a cluster
+// namespace (Capabilities.Claims): a job's volumes pin it to a cluster
 // holding them all, and local clusters hold none.
 func (r *router) Claims(names []string) map[structs.ClusterID]map[string]bool {
 	if len(r.kube) == 0 {
@@ -142,5 +141,3 @@ func (r *router) Claims(names []string) map[structs.ClusterID]map[string]bool {
 	}
 	return out
 }
-
-var _ server.ClaimFinder = (*router)(nil)

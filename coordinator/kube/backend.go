@@ -3,12 +3,12 @@
 // as task events through a Pod informer; NodeSync follows the cluster's
 // Node objects into the coordinator's state.
 //
-//	server ──Start(task, job, token)──▶ Pod (schedulerName atom; a gang's unbound, others bound)
+//	server ──Start(launch)────────────▶ Pod (schedulerName atom; a gang's unbound, others bound)
 //	                                    once every Pod of the gang exists: Binding to each task's node
 //	server ──Stop(task, grace)────────▶ Pod's activeDeadlineSeconds 1: its kubelet stops it (grace), the Pod
 //	                                    kept for its log; delete Pod (grace) if unbound or no atom runs in it
 //	atom in the Pod ──its bound token─▶ ReviewPodToken (TokenReview): the allocation token for it
-//	Pod informer ──phase changes──────▶ Heartbeater: Running, Succeeded/Failed (exit code), Lost (deleted or
+//	Pod informer ──phase changes──────▶ EventSink: Running, Succeeded/Failed (exit code), Lost (deleted or
 //	                                    evicted outside atom); a finished Pod is kept KeepFinished for its log
 //	job logs ─────────────────────────▶ the Pod log endpoint (logs.go)
 //	Node informer ──not Ready > grace─▶ its tasks Lost, their Pods deleted (leader)
@@ -51,15 +51,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
 )
-
-// Heartbeater is where the backend reports its Pods (the server's
-// Heartbeat); the same as the local backend's.
-type Heartbeater interface {
-	Heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error
-}
 
 // Config is one cluster's backend.
 type Config struct {
@@ -98,9 +93,6 @@ type Config struct {
 	// is Running, at that period: for Pods where no atom heartbeats for
 	// itself (kwok's, in tests). Zero leaves liveness to atom.
 	Beat time.Duration
-	// TokenOf, if set, finds the token of a task the backend did not
-	// start itself (after a coordinator restart) to report it with.
-	TokenOf func(structs.TaskID) string
 	// Resync is the informers' resync period; 0 means none.
 	Resync time.Duration
 	Log    *slog.Logger
@@ -110,17 +102,12 @@ type Config struct {
 	// Binding API, so no other scheduler takes them. "" means
 	// DefaultSchedulerName.
 	SchedulerName string
-	// Gang lists the tasks of t's gang (its job's tasks of its attempt),
-	// t included, and whether the gang is whole: none of them stopping or
-	// ended. The Pods are bound only once all of them exist, and never
-	// once the gang is not whole (its tear-down has begun). nil, or a job
-	// that is no gang: each Pod is bound as soon as it is created.
-	Gang func(t *structs.Task) (ids []structs.TaskID, whole bool)
 	// Task says what the coordinator's state knows of task id: its
 	// allocation token ("" when it does not know it) and whether it still
 	// holds resources. The leader deletes Pods of tasks the state does not
 	// know or knows ended, and of allocations not the current one; nil:
-	// none are.
+	// none are. A task the backend did not start itself (after a
+	// coordinator restart) is reported with this token.
 	Task func(id structs.TaskID) (token string, live bool)
 	// Leader reports whether this server leads: only the leader deletes
 	// Pods it did not stop itself and declares tasks on NotReady nodes
@@ -189,7 +176,7 @@ const (
 // concurrent use.
 type Backend struct {
 	cfg    Config
-	hb     Heartbeater
+	sink   backend.EventSink
 	log    *slog.Logger
 	pods   cache.SharedIndexInformer
 	nodes  cache.SharedIndexInformer
@@ -225,7 +212,7 @@ type Backend struct {
 // New starts the backend's Pod informer (Pods labelled
 // atom.io/managed-by=atom and atom.io/cluster=cfg.Cluster in the
 // namespace) and waits until it has synced or ctx ends.
-func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
+func New(ctx context.Context, cfg Config, sink backend.EventSink) (*Backend, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("kube backend: no client")
 	}
@@ -256,7 +243,7 @@ func New(ctx context.Context, cfg Config, hb Heartbeater) (*Backend, error) {
 	if cfg.KeepFinished == 0 {
 		cfg.KeepFinished = DefaultKeepFinished
 	}
-	b := &Backend{cfg: cfg, hb: hb, log: cfg.Log.With("cluster", cfg.Cluster), stopCh: make(chan struct{}),
+	b := &Backend{cfg: cfg, sink: sink, log: cfg.Log.With("cluster", cfg.Cluster), stopCh: make(chan struct{}),
 		tokens: map[structs.TaskID]string{}, stopped: map[structs.TaskID]bool{}, reported: map[structs.TaskID]structs.TaskState{},
 		unbound: map[structs.TaskID]structs.NodeID{}, boundIDs: map[structs.TaskID]bool{}, notReady: map[string]time.Time{},
 		execPods: map[structs.TaskID]string{}, execWhy: map[types.UID]string{}, execKick: make(chan struct{}, 1),
@@ -325,14 +312,15 @@ func (b *Backend) Close() {
 	b.wg.Wait()
 }
 
-// Start creates task t's Pod (a Spark executor's Pod is
-// Spark's: Start binds it to t.Node); a gang's Pods are created
+// Start creates the launch's task's Pod (a Spark executor's Pod is
+// Spark's: Start binds it to the task's node); a gang's Pods are created
 // unbound and bound to their nodes once all of them exist (a task that is
 // no gang's is created bound). A Pod already there for the same allocation (a
 // retried Start) is success. A Pod that cannot be created is
-// taken back and t reported Lost before it started: the coordinator
+// taken back and the task reported Lost before it started: the coordinator
 // requeues its job and stops the rest of the gang, none of which ran.
-func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
+func (b *Backend) Start(l backend.Launch) error {
+	t, j, token := l.Task, l.Job, l.Token
 	if t.Executor != "" {
 		return b.startExecutor(t, token)
 	}
@@ -350,7 +338,7 @@ func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
 	}
 	pod.Annotations[AnnotationAlloc] = allocHash(token)
 	if err := b.ensureConfigs(ctx, t, j); err != nil {
-		return b.failStart(ctx, t, j, err)
+		return b.failStart(ctx, l, t.ID, err)
 	}
 	pods := b.cfg.Client.CoreV1().Pods(b.cfg.Namespace)
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
@@ -365,12 +353,25 @@ func (b *Backend) Start(t *structs.Task, j *structs.Job, token string) error {
 		}
 	}
 	if err != nil {
-		return b.failStart(ctx, t, j, fmt.Errorf("create pod %s/%s: %w", b.cfg.Namespace, pod.Name, err))
+		return b.failStart(ctx, l, t.ID, fmt.Errorf("create pod %s/%s: %w", b.cfg.Namespace, pod.Name, err))
 	}
 	if created.Spec.NodeName != "" {
 		return nil // no gang's (bound at creation), or bound by an earlier Start
 	}
-	return b.bindGang(ctx, t, j)
+	return b.bindGang(ctx, l)
+}
+
+// Capabilities: any server may start a task another placed (its Pod,
+// named from the task, is there for every server to see), but for a
+// Spark executor, which the executor loop binds; the claims are the
+// namespace's (claims.go).
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{
+		Adopts: func(l backend.Launch) bool { return l.Task.Executor == "" },
+		Claims: func(names []string) map[structs.ClusterID]map[string]bool {
+			return map[structs.ClusterID]map[string]bool{b.cfg.Cluster: b.Claims(names)}
+		},
+	}
 }
 
 // Stop stops task id's Pod. One bound to its node and running atom

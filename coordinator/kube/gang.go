@@ -10,26 +10,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// gangOf lists the tasks of t's gang, t included, and whether it is whole:
-// Config.Gang's answer for a gang job, t alone otherwise.
-func (b *Backend) gangOf(t *structs.Task, j *structs.Job) ([]structs.TaskID, bool) {
-	if !j.IsGang() || b.cfg.Gang == nil {
-		return []structs.TaskID{t.ID}, true
-	}
-	ids, whole := b.cfg.Gang(t)
-	if !slices.Contains(ids, t.ID) {
-		ids = append(ids, t.ID)
-	}
-	return ids, whole
-}
-
-// bindGang notes t's Pod as created and, once every Pod of t's gang is
-// created (or already bound), binds the unbound ones to their nodes.
-func (b *Backend) bindGang(ctx context.Context, t *structs.Task, j *structs.Job) error {
-	members, whole := b.gangOf(t, j)
+// bindGang notes the launch's Pod as created and, once every Pod of its
+// gang (Launch.Members) is created (or already bound), binds the unbound
+// ones to their nodes. A gang that is not whole is never bound: its
+// tear-down has begun.
+func (b *Backend) bindGang(ctx context.Context, l backend.Launch) error {
+	t := l.Task
+	members, whole := l.Members()
 	b.mu.Lock()
 	b.unbound[t.ID] = t.Node
 	if !whole {
@@ -72,8 +63,7 @@ func (b *Backend) bindGang(ctx context.Context, t *structs.Task, j *structs.Job)
 			}
 		}
 		if err != nil {
-			bt := &structs.Task{ID: id, Job: t.Job, Attempt: t.Attempt}
-			return b.failStart(ctx, bt, j, fmt.Errorf("bind pod %s/%s to node %s: %w", b.cfg.Namespace, PodName(id), node, err))
+			return b.failStart(ctx, l, id, fmt.Errorf("bind pod %s/%s to node %s: %w", b.cfg.Namespace, PodName(id), node, err))
 		}
 		b.mu.Lock()
 		b.bound(id)
@@ -99,28 +89,29 @@ func (b *Backend) isBound(id structs.TaskID) bool {
 // bound notes task id's Pod as bound. Guarded by mu.
 func (b *Backend) bound(id structs.TaskID) { b.boundIDs[id] = true }
 
-// failStart handles a Pod of t that could not be created or bound: t is
-// reported Lost before it started (the coordinator requeues its job and
-// stops its siblings) and then the gang's Pods not yet bound are deleted,
-// so that none of the gang runs. It returns err, with the report's error
-// if that failed too (then Start is tried again next cycle).
-func (b *Backend) failStart(ctx context.Context, t *structs.Task, j *structs.Job, err error) error {
-	err = fmt.Errorf("start task %s: %w", t.ID, err)
+// failStart handles a Pod of task id, of launch l's gang, that could not
+// be created or bound: id is reported Lost before it started (the
+// coordinator requeues its job and stops its siblings) and then the
+// gang's Pods not yet bound are deleted, so that none of the gang runs. It
+// returns err, with the report's error if that failed too (then Start is
+// tried again next cycle).
+func (b *Backend) failStart(ctx context.Context, l backend.Launch, id structs.TaskID, err error) error {
+	err = fmt.Errorf("start task %s: %w", id, err)
 	b.mu.Lock()
-	b.reported[t.ID] = structs.TaskLost // its Pod's deletion is not news
+	b.reported[id] = structs.TaskLost // its Pod's deletion is not news
 	b.mu.Unlock()
-	if rerr := b.report(t.ID, structs.TaskEvent{State: structs.TaskLost, Message: "its pod could not be started: " + err.Error()}); rerr != nil {
+	if rerr := b.report(id, structs.TaskEvent{State: structs.TaskLost, Message: "its pod could not be started: " + err.Error()}); rerr != nil {
 		b.mu.Lock()
-		delete(b.reported, t.ID)
+		delete(b.reported, id)
 		b.mu.Unlock()
 		return errors.Join(err, rerr)
 	}
 	var undo []structs.TaskID
 	b.mu.Lock()
-	members, _ := b.gangOf(t, j)
-	for _, id := range members {
-		if _, ok := b.unbound[id]; ok || id == t.ID {
-			undo = append(undo, id)
+	members, _ := l.Members()
+	for _, m := range members {
+		if _, ok := b.unbound[m]; ok || m == id {
+			undo = append(undo, m)
 		}
 	}
 	b.mu.Unlock()

@@ -234,8 +234,8 @@ func (b *Backend) token(id structs.TaskID) string {
 	b.mu.Lock()
 	tok := b.tokens[id]
 	b.mu.Unlock()
-	if tok == "" && b.cfg.TokenOf != nil {
-		tok = b.cfg.TokenOf(id)
+	if tok == "" && b.cfg.Task != nil {
+		tok, _ = b.cfg.Task(id)
 	}
 	return tok
 }
@@ -244,7 +244,7 @@ func (b *Backend) report(id structs.TaskID, ev structs.TaskEvent) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	if err := b.hb.Heartbeat(id, b.token(id), ev); err != nil {
+	if err := b.sink.Report(id, b.token(id), ev); err != nil {
 		return fmt.Errorf("report task %s %s: %w", id, ev.State, err)
 	}
 	return nil

@@ -9,18 +9,21 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	st "github.com/atom-sched/atom/pkg/sched/schedtest"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// adoptingBackend is a fakeBackend that adopts every task (server.Adopter),
-// as the Kubernetes backend does: what a Start did is visible to every
-// server.
+// adoptingBackend is a fakeBackend that adopts every task
+// (Capabilities.Adopts), as the Kubernetes backend does: what a Start did
+// is visible to every server.
 type adoptingBackend struct{ *fakeBackend }
 
-func (adoptingBackend) Adopts(*structs.Task) bool { return true }
+func (adoptingBackend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{Adopts: func(backend.Launch) bool { return true }}
+}
 
 // A new leader starts the Scheduled tasks an earlier leader placed when
 // its backend adopts them: the same allocation (task and token), not a
@@ -60,8 +63,8 @@ func TestNewLeaderStartsAdoptedTasks(t *testing.T) {
 	assert.Equal(t, time.Hour, nl.HeartbeatTTL())
 }
 
-// stateAdopter adopts as the daemon's router does: it reads the state to
-// find the task's cluster. Each call first has a write go through, so a
+// stateAdopter adopts a task if the state holds it, reading the state as
+// a backend may. Each call first has a write go through, so a
 // call made under the state's read lock is caught rather than deadlocked:
 // there the write waits for the lock, and a Read after it would wait for
 // the write (a waiting writer holds new readers back), with the leader's
@@ -72,7 +75,11 @@ type stateAdopter struct {
 	blocked atomic.Int32 // calls during which a write could not go through
 }
 
-func (a *stateAdopter) Adopts(t *structs.Task) bool {
+func (a *stateAdopter) Capabilities() backend.Capabilities {
+	return backend.Capabilities{Adopts: func(l backend.Launch) bool { return a.adopts(l.Task) }}
+}
+
+func (a *stateAdopter) adopts(t *structs.Task) bool {
 	if a.blocked.Load() > 0 {
 		return false // the Read below would deadlock
 	}

@@ -9,38 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
-
-// Backend launches and stops tasks (Kubernetes Pods, local processes). The
-// leader calls it after each committed plan and after a leader change, so
-// Start and Stop must be idempotent: starting a started task or stopping a
-// stopped one succeeds. A leader starts only the tasks it placed itself
-// (a Start on one server's backend cannot see what another server's
-// started); it stops every stopping task. task and job are shared,
-// read-only state objects. The leader never calls a backend (Adopter
-// included) while it holds the state's lock: a backend may read the
-// state (Server.Read).
-type Backend interface {
-	Start(task *structs.Task, job *structs.Job, token string) error
-	Stop(taskID structs.TaskID, grace time.Duration) error
-}
-
-// ErrBackendClosed is a Start refused because the backend has stopped its
-// tasks: this server is shutting down (not worth a warning).
-var ErrBackendClosed = errors.New("backend closed: the server is shutting down")
-
-// Adopter is a Backend whose Start any server may call for a task another
-// server placed: what the placing server did is in a place every server
-// sees (a Kubernetes Pod, named from the task), so Start finds it and
-// completes it (a gang's Pods created but not bound are bound, the missing
-// ones created first) and never runs the allocation twice. A new leader
-// starts the Scheduled tasks it inherited for which Adopts is true; the
-// others it leaves to the heartbeat TTL (backendTerm.inherited).
-type Adopter interface {
-	Adopts(task *structs.Task) bool
-}
 
 // driver is the leader component that drives the backend: each cycle it
 // starts the Scheduled tasks this term placed (and those it inherited
@@ -51,7 +23,7 @@ type driver struct {
 	s *Server
 
 	mu sync.Mutex // guards b
-	b  Backend
+	b  backend.Backend
 
 	placedMu sync.Mutex
 	placed   map[allocKey]time.Time // allocations this process placed, when (backendTerm.inherited)
@@ -71,7 +43,8 @@ type backendTerm struct {
 	// inherited are the tasks that were Scheduled when this term began
 	// and that another server (or an earlier run of this one) placed.
 	// This term never starts them, unless the backend adopts them
-	// (Adopter: Kubernetes Pods, which every server sees): the leader that placed them may have
+	// (Capabilities.Adopts: Kubernetes Pods, which every server sees):
+	// the leader that placed them may have
 	// started them on its own backend just before it went (a local
 	// process this server cannot see), and starting one again would run
 	// the allocation twice. A started one heartbeats (Running); one that
@@ -117,7 +90,7 @@ func (d *driver) revoke() {
 	d.termMu.Unlock()
 }
 
-func (d *driver) backend() Backend {
+func (d *driver) backend() backend.Backend {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.b
@@ -125,7 +98,7 @@ func (d *driver) backend() Backend {
 
 // SetBackend sets the backend the leader drives; nil stops driving one.
 // A backend set while leading is caught up on the next cycle.
-func (s *Server) SetBackend(b Backend) {
+func (s *Server) SetBackend(b backend.Backend) {
 	s.backend.mu.Lock()
 	s.backend.b = b
 	s.backend.mu.Unlock()
@@ -150,8 +123,7 @@ func (d *driver) drive(allocs []state.Alloc) {
 		return
 	}
 	type start struct {
-		t *structs.Task
-		j *structs.Job
+		l backend.Launch
 		k allocKey
 	}
 	var starts []start
@@ -166,7 +138,8 @@ func (d *driver) drive(allocs []state.Alloc) {
 		case structs.TaskScheduled:
 			seen[k] = true
 			if !ls.started[k] && !a.Warming {
-				starts = append(starts, start{t: t, j: a.Job, k: k})
+				starts = append(starts, start{k: k, l: backend.Launch{Task: t, Job: a.Job, Token: a.Token,
+					Gang: a.Gang, GangWhole: a.GangWhole, Cluster: a.Cluster}})
 			}
 		case structs.TaskStopping:
 			seen[k] = true
@@ -181,7 +154,8 @@ func (d *driver) drive(allocs []state.Alloc) {
 	// backend may read the state (the daemon's router does), and a read
 	// nested in another waits behind a Raft apply queued between them,
 	// which waits for the outer read: the leader deadlocked.
-	starts = slices.DeleteFunc(starts, func(st start) bool { return ls.inherited[st.k] && !adopts(b, st.t) })
+	adopts := b.Capabilities().Adopts
+	starts = slices.DeleteFunc(starts, func(st start) bool { return ls.inherited[st.k] && (adopts == nil || !adopts(st.l)) })
 	// Forget allocations that have moved on, so the maps stay small.
 	for _, m := range []map[allocKey]bool{ls.started, ls.stopped, ls.inherited} {
 		maps.DeleteFunc(m, func(k allocKey, _ bool) bool { return !seen[k] })
@@ -203,10 +177,10 @@ func (d *driver) drive(allocs []state.Alloc) {
 	}
 	started := onBackend(len(starts), func(i int) bool {
 		st := starts[i]
-		if st.j == nil {
+		if st.l.Job == nil {
 			return false
 		}
-		if err := b.Start(st.t, st.j, st.k.token); errors.Is(err, ErrBackendClosed) {
+		if err := b.Start(st.l); errors.Is(err, backend.ErrClosed) {
 			s.log.Debug("backend start refused", "task", st.k.id, "err", err)
 			return false
 		} else if err != nil {
@@ -220,13 +194,6 @@ func (d *driver) drive(allocs []state.Alloc) {
 			ls.started[starts[i].k] = true
 		}
 	}
-}
-
-// adopts reports whether backend b may start task t, which another server
-// placed (Adopter).
-func adopts(b Backend, t *structs.Task) bool {
-	a, ok := b.(Adopter)
-	return ok && a.Adopts(t)
 }
 
 // backendParallelism is how many Starts (or Stops) the leader has the

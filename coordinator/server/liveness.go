@@ -50,6 +50,18 @@ func (s *Server) Heartbeat(taskID structs.TaskID, token string, ev structs.TaskE
 	return s.notLeader()
 }
 
+// Report is the backends' event sink (backend.EventSink): what a backend
+// sees of a task it runs goes in as that task's heartbeat, with the
+// allocation token it was launched with or, for "", the task's current
+// one as this server's state has it. On a follower it is forwarded to
+// the leader as any heartbeat is.
+func (s *Server) Report(id structs.TaskID, token string, ev structs.TaskEvent) error {
+	if token == "" {
+		s.fsm.Read(func(st *state.State) { token = st.Tokens[id] })
+	}
+	return s.Heartbeat(id, token, ev)
+}
+
 // SetForward sets how a follower forwards heartbeats to the leader.
 // Without one, Heartbeat on a follower returns a *NotLeaderError.
 func (s *Server) SetForward(f ForwardFunc) {

@@ -314,10 +314,11 @@ func (c *scheduler) lookUp(plan *sched.Plan) *commitChanges {
 	ch := &commitChanges{jobs: map[structs.JobID]bool{}}
 	c.s.fsm.Read(func(st *state.State) {
 		seen := map[structs.TaskID]bool{}
+		var tasks []*structs.Task
 		task := func(t *structs.Task) {
 			if t != nil && !seen[t.ID] {
 				seen[t.ID] = true
-				ch.allocs = append(ch.allocs, state.Alloc{Task: t, Job: st.Jobs[t.Job], Token: st.Tokens[t.ID], Warming: st.Warming(t)})
+				tasks = append(tasks, t)
 			}
 		}
 		job := func(id structs.JobID) {
@@ -354,6 +355,7 @@ func (c *scheduler) lookUp(plan *sched.Plan) *commitChanges {
 			}
 			job(to.Job)
 		}
+		ch.allocs = st.Allocs(tasks)
 	})
 	return ch
 }

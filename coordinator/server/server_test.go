@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
 	st "github.com/atom-sched/atom/pkg/sched/schedtest"
@@ -369,20 +371,30 @@ func TestHeartbeatEvents(t *testing.T) {
 
 // fakeBackend records what the leader asked of it.
 type fakeBackend struct {
-	mu      sync.Mutex
-	started map[structs.TaskID]string // task -> token
-	stopped map[structs.TaskID]time.Duration
+	mu       sync.Mutex
+	started  map[structs.TaskID]string // task -> token
+	stopped  map[structs.TaskID]time.Duration
+	launches []backend.Launch
 }
 
-func (b *fakeBackend) Start(t *structs.Task, j *structs.Job, token string) error {
+func (b *fakeBackend) Start(l backend.Launch) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t.Job != j.ID {
+	if l.Task.Job != l.Job.ID {
 		return errors.New("task and job do not match")
 	}
-	b.started[t.ID] = token
+	b.started[l.Task.ID] = l.Token
+	b.launches = append(b.launches, l)
 	return nil
 }
+
+func (b *fakeBackend) launched() []backend.Launch {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.launches)
+}
+
+func (b *fakeBackend) Capabilities() backend.Capabilities { return backend.Capabilities{} }
 
 func (b *fakeBackend) Stop(id structs.TaskID, grace time.Duration) error {
 	b.mu.Lock()
@@ -531,4 +543,48 @@ func TestRaftAdvertise(t *testing.T) {
 	assert.Equal(t, adv, peers[0].RaftAddr)
 	_, err = server.New(server.Config{ID: "x", RaftAddr: "127.0.0.1:0", RaftAdvertise: "no-port", DataDir: t.TempDir()})
 	assert.ErrorContains(t, err, `raft advertise address "no-port"`)
+}
+
+// A backend's Start gets the whole launch from the leader's read of the
+// state: the task, its job and token, a gang job's gang (whole while its
+// tasks are Scheduled or Running) and the cluster of the task's node; it
+// need not read the server's state.
+func TestLaunchRecord(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, 1, nil)
+	b := &fakeBackend{started: map[structs.TaskID]string{}, stopped: map[structs.TaskID]time.Duration{}}
+	l := c.leader()
+	l.SetBackend(b)
+	c.apply(&state.ClusterUpsert{Cluster: &structs.Cluster{Name: "east", Redis: "10.0.0.9:6379"}})
+	for _, n := range []string{"c1", "c2"} {
+		node := st.C64(n)
+		node.Cluster = "east"
+		c.seed(node)
+	}
+	gang := st.NewJob("mpi", "u1").CPU(60, 1).MPI(2).Obj()
+	gang.ID = "mpi-1"
+	c.apply(&state.JobSubmit{RequestID: "g", Job: gang, Now: time.Now()})
+	require.Eventually(t, func() bool { return len(b.launched()) == 2 }, waitFor, tick, "the gang never started")
+	tasks, toks := tasksOf(l, "mpi-1")
+	require.Len(t, tasks, 2)
+	ids := []structs.TaskID{tasks[0].ID, tasks[1].ID}
+	for _, la := range b.launched() {
+		assert.Equal(t, structs.JobID("mpi-1"), la.Job.ID)
+		assert.Equal(t, toks[la.Task.ID], la.Token)
+		assert.ElementsMatch(t, ids, la.Gang, "the gang's tasks")
+		assert.True(t, la.GangWhole)
+		require.NotNil(t, la.Cluster)
+		assert.Equal(t, "10.0.0.9:6379", la.Cluster.Redis)
+		members, whole := la.Members()
+		assert.ElementsMatch(t, ids, members)
+		assert.True(t, whole)
+	}
+
+	c.apply(&state.JobSubmit{RequestID: "a", Job: cpuJob("a", 1), Now: time.Now()})
+	require.Eventually(t, func() bool { return len(b.launched()) == 3 }, waitFor, tick, "the job never started")
+	la := b.launched()[2]
+	assert.Nil(t, la.Gang, "no gang job: no gang")
+	members, whole := la.Members()
+	assert.Equal(t, []structs.TaskID{la.Task.ID}, members)
+	assert.True(t, whole)
 }

@@ -6,19 +6,9 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// ClaimFinder is a Backend that knows which clusters hold which persistent
-// volume claims (the Kubernetes backends' claim informers). The leader
-// asks it about the claims the pending jobs name, so that each job goes
-// only to a cluster holding all of its volumes (sched.Snapshot.Volumes).
-// A backend without it (local clusters only) leaves volumes unchecked.
-type ClaimFinder interface {
-	// Claims returns, for every kubernetes cluster, which of names it
-	// holds (an empty map for a cluster holding none).
-	Claims(names []string) map[structs.ClusterID]map[string]bool
-}
-
 // claimsFor is Snapshot.Volumes for the pending jobs: nil when none names
-// a volume or the backend finds no claims.
+// a volume or the backend finds no claims (Capabilities.Claims); a job
+// then goes only to a cluster holding all of its volumes.
 func (d *driver) claimsFor(pending []*structs.Job) map[structs.ClusterID]map[string]bool {
 	var names []string
 	for _, j := range pending {
@@ -31,9 +21,13 @@ func (d *driver) claimsFor(pending []*structs.Job) map[structs.ClusterID]map[str
 	if len(names) == 0 {
 		return nil
 	}
-	cf, ok := d.backend().(ClaimFinder)
-	if !ok {
+	b := d.backend()
+	if b == nil {
 		return nil
 	}
-	return cf.Claims(names)
+	claims := b.Capabilities().Claims
+	if claims == nil {
+		return nil
+	}
+	return claims(names)
 }

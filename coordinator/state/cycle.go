@@ -42,6 +42,62 @@ type Alloc struct {
 	// Warming: the task is Scheduled and held back for a cache warm-up
 	// (State.Warming).
 	Warming bool
+	// For a Scheduled task of a gang job: its gang (the job's tasks of its
+	// attempt, Spark executors not counted) and whether none of them is
+	// stopping or has ended (Scheduled or Running). nil otherwise.
+	Gang      []structs.TaskID
+	GangWhole bool
+	// Cluster is the cluster of the task's node (nil when either is gone).
+	Cluster *structs.Cluster
+}
+
+// Allocs returns tasks as allocations.
+func (s *State) Allocs(tasks []*structs.Task) []Alloc {
+	gangs := map[gangKey]gangOf{}
+	out := make([]Alloc, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, s.alloc(t, gangs))
+	}
+	return out
+}
+
+type gangKey struct {
+	job     structs.JobID
+	attempt int
+}
+
+type gangOf struct {
+	ids   []structs.TaskID
+	whole bool
+}
+
+// alloc returns task t as an allocation; gangs memoises the gangs.
+func (s *State) alloc(t *structs.Task, gangs map[gangKey]gangOf) Alloc {
+	j := s.Jobs[t.Job]
+	a := Alloc{Task: t, Job: j, Token: s.Tokens[t.ID], Warming: s.Warming(t)}
+	if n := s.Nodes[t.Node]; n != nil {
+		a.Cluster = s.Clusters[n.Cluster]
+	}
+	if t.State != structs.TaskScheduled || j == nil || !j.IsGang() {
+		return a
+	}
+	k := gangKey{t.Job, t.Attempt}
+	g, ok := gangs[k]
+	if !ok {
+		g.whole = true
+		for _, x := range s.TasksOf(t.Job) {
+			if x.Attempt != t.Attempt || x.Executor != "" { // a spark job's executors are no gang members
+				continue
+			}
+			g.ids = append(g.ids, x.ID)
+			if x.State != structs.TaskScheduled && x.State != structs.TaskRunning {
+				g.whole = false
+			}
+		}
+		gangs[k] = g
+	}
+	a.Gang, a.GangWhole = g.ids, g.whole
+	return a
 }
 
 // JobWarmUp is a job's warm-up on one cluster.
@@ -105,7 +161,8 @@ func (s *State) gather() *Cycle {
 			}
 		}
 	}
-	for id, t := range s.Tasks {
+	gangs := map[gangKey]gangOf{}
+	for _, t := range s.Tasks {
 		j := s.Jobs[t.Job]
 		current := j != nil && t.Attempt == j.Attempt && t.Executor == "" // executors are no replicas
 		switch {
@@ -121,7 +178,7 @@ func (s *State) gather() *Cycle {
 			snap.Ended[t.Job]++
 		}
 		if t.State == structs.TaskScheduled || t.State == structs.TaskStopping {
-			c.Allocs = append(c.Allocs, Alloc{Task: t, Job: j, Token: s.Tokens[id], Warming: s.Warming(t)})
+			c.Allocs = append(c.Allocs, s.alloc(t, gangs))
 		}
 	}
 	return c

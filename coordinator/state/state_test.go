@@ -64,11 +64,32 @@ func (l *logged) checkCycle(c state.Command) {
 	require.Equal(l.t, s.Pending(), cy.Pending, "after %T", c)
 	var allocs []state.Alloc
 	for _, id := range slices.Sorted(maps.Keys(s.Tasks)) {
-		if t := s.Tasks[id]; t.State == structs.TaskScheduled || t.State == structs.TaskStopping {
-			allocs = append(allocs, state.Alloc{Task: t, Job: s.Jobs[t.Job], Token: s.Tokens[id], Warming: s.Warming(t)})
+		t := s.Tasks[id]
+		if t.State != structs.TaskScheduled && t.State != structs.TaskStopping {
+			continue
 		}
+		a := state.Alloc{Task: t, Job: s.Jobs[t.Job], Token: s.Tokens[id], Warming: s.Warming(t)}
+		if n := s.Nodes[t.Node]; n != nil {
+			a.Cluster = s.Clusters[n.Cluster]
+		}
+		if j := a.Job; t.State == structs.TaskScheduled && j != nil && j.IsGang() {
+			a.GangWhole = true
+			for _, x := range s.Tasks {
+				if x.Job == t.Job && x.Attempt == t.Attempt && x.Executor == "" {
+					a.Gang = append(a.Gang, x.ID)
+					a.GangWhole = a.GangWhole && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning)
+				}
+			}
+		}
+		allocs = append(allocs, a)
 	}
-	require.Equal(l.t, allocs, cy.Allocs, "after %T", c)
+	require.Len(l.t, cy.Allocs, len(allocs), "after %T", c)
+	for i, a := range allocs {
+		got := cy.Allocs[i]
+		assert.ElementsMatch(l.t, a.Gang, got.Gang, "%s's gang after %T", a.Task.ID, c)
+		a.Gang, got.Gang = nil, nil
+		require.Equal(l.t, a, got, "after %T", c)
+	}
 	var warm []state.JobWarmUp
 	for _, id := range slices.Sorted(maps.Keys(s.Jobs)) {
 		if j := s.Jobs[id]; !j.State.Ended() {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -32,14 +33,14 @@ func repoFile(t *testing.T, rel string) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", rel)
 }
 
-// recorder is a Heartbeater that keeps what it is told.
+// recorder is an EventSink that keeps what it is told.
 type recorder struct {
 	mu     sync.Mutex
 	events []structs.TaskEvent
 	tokens map[structs.TaskID]string
 }
 
-func (r *recorder) Heartbeat(id structs.TaskID, token string, ev structs.TaskEvent) error {
+func (r *recorder) Report(id structs.TaskID, token string, ev structs.TaskEvent) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.tokens == nil {
@@ -162,10 +163,10 @@ func TestBackend(t *testing.T) {
 
 	t.Run("gang", func(t *testing.T) {
 		for i, task := range tasks {
-			require.NoError(t, b.Start(task, job, tokens[i]))
+			require.NoError(t, b.Start(backend.Launch{Task: task, Job: job, Token: tokens[i]}))
 		}
 		// A retried Start finds its Pod: success, nothing new.
-		require.NoError(t, b.Start(tasks[0], job, tokens[0]))
+		require.NoError(t, b.Start(backend.Launch{Task: tasks[0], Job: job, Token: tokens[0]}))
 
 		nodes := map[string]bool{}
 		for i, task := range tasks {
@@ -299,7 +300,7 @@ func TestBackend(t *testing.T) {
 			Resources: structs.Resources{MilliCPU: 1000, Memory: 1 << 30}, CacheMountPath: "/mnt/cache", Datasets: []string{"lidar"}}
 		ct := &structs.Task{ID: structs.MakeTaskID(cj.ID, 0, 0), Job: cj.ID, Node: "cpu-a", Priority: cj.Priority,
 			State: structs.TaskScheduled, Resources: cj.Resources}
-		require.NoError(t, cb.Start(ct, cj, "secret-token-c-abcdef"))
+		require.NoError(t, cb.Start(backend.Launch{Task: ct, Job: cj, Token: "secret-token-c-abcdef"}))
 		p := c.WaitPodPhase(t, ns, kube.PodName(ct.ID), corev1.PodRunning)
 		e := env(t, p.Spec.Containers[0], cb.LaunchEnv(ct, cj))
 		assert.Equal(t, "redis.atom-system:6379", e["ATOM_CACHE_REDIS"].Value)
@@ -324,7 +325,7 @@ func TestBackend(t *testing.T) {
 		plain.ID, plain.CacheMountPath, plain.Datasets = "j-plain", "", nil
 		pt := *ct
 		pt.ID, pt.Job = structs.MakeTaskID(plain.ID, 0, 0), plain.ID
-		require.NoError(t, cb.Start(&pt, &plain, "secret-token-p-abcdef"))
+		require.NoError(t, cb.Start(backend.Launch{Task: &pt, Job: &plain, Token: "secret-token-p-abcdef"}))
 		pp := c.WaitPodPhase(t, ns, kube.PodName(pt.ID), corev1.PodRunning)
 		assert.NotContains(t, env(t, pp.Spec.Containers[0], cb.LaunchEnv(&pt, &plain)), "ATOM_CACHE_REDIS")
 		assert.Nil(t, pp.Spec.Containers[0].SecurityContext)

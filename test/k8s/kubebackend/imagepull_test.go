@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/test/k8s/k8stest"
@@ -46,7 +47,7 @@ func TestImagePullFailing(t *testing.T) {
 		Resources: structs.Resources{MilliCPU: 1000, Memory: 1 << 30}}
 	task := &structs.Task{ID: structs.MakeTaskID(job.ID, 0, 0), Job: job.ID, Node: "cpu-1", Priority: job.Priority,
 		State: structs.TaskScheduled, Resources: job.Resources}
-	require.NoError(t, b.Start(task, job, "secret-token-0-abcdef"))
+	require.NoError(t, b.Start(backend.Launch{Task: task, Job: job, Token: "secret-token-0-abcdef"}))
 	p := c.WaitPod(t, ns, kube.PodName(task.ID), 30*time.Second, func(p *corev1.Pod) bool { return p.Spec.NodeName == "cpu-1" })
 	require.Eventually(t, func() bool { return rec.token(task.ID) != "" }, 10*time.Second, 20*time.Millisecond, "heartbeaten while Pending")
 

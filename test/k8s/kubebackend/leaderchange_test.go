@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/atom-sched/atom/coordinator/api"
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/coordinator/daemon"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
@@ -100,19 +101,21 @@ func (tr *trio) stop(id string) {
 
 // crashBeforeBind is the backend of a leader that dies between creating a
 // gang's Pods and binding them: it starts tasks through its own kube
-// backend (whose gang is the job's tasks, so its Pods wait unbound for
-// their siblings) but never the replica skip names.
+// backend (the launch's gang is the job's tasks, so its Pods wait unbound
+// for their siblings) but never the replica skip names.
 type crashBeforeBind struct {
 	kb   *kube.Backend
 	skip func(*structs.Task, *structs.Job) bool
 }
 
-func (b crashBeforeBind) Start(t *structs.Task, j *structs.Job, token string) error {
-	if b.skip(t, j) {
+func (b crashBeforeBind) Start(l backend.Launch) error {
+	if b.skip(l.Task, l.Job) {
 		return nil
 	}
-	return b.kb.Start(t, j, token)
+	return b.kb.Start(l)
 }
+
+func (crashBeforeBind) Capabilities() backend.Capabilities { return backend.Capabilities{} }
 
 func (b crashBeforeBind) Stop(id structs.TaskID, grace time.Duration) error {
 	return b.kb.Stop(id, grace)
@@ -120,7 +123,7 @@ func (b crashBeforeBind) Stop(id structs.TaskID, grace time.Duration) error {
 
 type discard struct{}
 
-func (discard) Heartbeat(structs.TaskID, string, structs.TaskEvent) error { return nil }
+func (discard) Report(structs.TaskID, string, structs.TaskEvent) error { return nil }
 
 // TestLeaderChange (C20 on Kubernetes): three coordinator servers; the
 // leader dies after creating two of a 3-Pod gang's Pods, unbound, and
@@ -147,17 +150,7 @@ func TestLeaderChange(t *testing.T) {
 	s1 := tr.start("s1")
 	require.Eventually(t, s1.d.Server.IsLeader, 10*time.Second, 20*time.Millisecond)
 	kb, err := kube.New(ctx, kube.Config{Cluster: "k8s", Client: c.Coordinator, Namespace: ns, Image: "atom/cpu:test",
-		Coordinator: s1.d.URL, Heartbeat: 5 * time.Second, Leader: func() bool { return false },
-		Gang: func(task *structs.Task) (ids []structs.TaskID, whole bool) {
-			s1.d.Server.Read(func(s *state.State) {
-				for _, x := range s.TasksOf(task.Job) {
-					if x.Attempt == task.Attempt {
-						ids = append(ids, x.ID)
-					}
-				}
-			})
-			return ids, true
-		}}, discard{})
+		Coordinator: s1.d.URL, Heartbeat: 5 * time.Second, Leader: func() bool { return false }}, discard{})
 	require.NoError(t, err)
 	closeKB := sync.OnceFunc(kb.Close)
 	t.Cleanup(closeKB)
