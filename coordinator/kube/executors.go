@@ -134,7 +134,7 @@ func (b *Backend) takeExecutors() {
 		switch {
 		case id != "" && live && p.Spec.NodeName == "":
 			// Recorded, not bound yet: Start binds it (a new leader's
-			// driveBackend does not start what an earlier one placed).
+			// backend driver does not start what an earlier one placed).
 			b.noteExecutor(id, p.Name)
 			if err := b.bindExecutor(ctx, id, p.Name, node); err != nil {
 				b.log.Warn("bind executor pod", "pod", p.Name, "task", id, "err", err)

@@ -44,14 +44,14 @@ type backendTerm struct {
 	// and that another server (or an earlier run of this one) placed.
 	// This term never starts them, unless the backend adopts them
 	// (Capabilities.Adopts: Kubernetes Pods, which every server sees):
-	// the leader that placed them may have
-	// started them on its own backend just before it went (a local
-	// process this server cannot see), and starting one again would run
-	// the allocation twice. A started one heartbeats (Running); one that
-	// never started stays silent, is declared Lost after the heartbeat
-	// TTL and is placed again as a new allocation (state: a task lost
-	// before it ran requeues its job without using its restarts). So a
-	// task is only ever started by the server process that placed it.
+	// the leader that placed them may have started them on its own
+	// backend just before it went (a local process this server cannot
+	// see), and starting one again would run the allocation twice. A
+	// started one heartbeats (Running); one that never started stays
+	// silent, is declared Lost after the heartbeat TTL and is placed
+	// again as a new allocation (state: a task lost before it ran
+	// requeues its job without using its restarts). So a task is only
+	// ever started by the server process that placed it.
 	inherited map[allocKey]bool
 }
 
@@ -151,9 +151,9 @@ func (d *driver) drive(allocs []state.Alloc) {
 		}
 	}
 	// Adopts is asked outside the state's lock, as every Backend call: a
-	// backend may read the state (the daemon's router does), and a read
-	// nested in another waits behind a Raft apply queued between them,
-	// which waits for the outer read: the leader deadlocked.
+	// backend may read the state (Server.Read), and a read nested in
+	// another waits behind a Raft apply queued between them, which waits
+	// for the outer read: the leader deadlocked.
 	adopts := b.Capabilities().Adopts
 	starts = slices.DeleteFunc(starts, func(st start) bool { return ls.inherited[st.k] && (adopts == nil || !adopts(st.l)) })
 	// Forget allocations that have moved on, so the maps stay small.

@@ -1,15 +1,16 @@
 // Package server runs one coordinator server: a Raft peer (raft-boltdb log
 // and stable store, file snapshots, TCP transport) over the coordinator's
-// state machine (coordinator/fsm), and, while it leads, the leader-only
-// work of DESIGN §5: the scheduling loop, task liveness, retention and the
-// backend driver.
+// state machine (coordinator/fsm), and, while it leads, the leader
+// components (leader.go): liveness, the backend driver, the cache
+// warm-ups, the scheduling cycle, retention and fair-share usage, each
+// with its own state and lock.
 //
 //	            ┌──────────── every server ────────────┐
 //	client ──▶  Apply ──▶ raft.Apply ──▶ fsm.Apply ──▶ state.State
 //	            Read  ─────────────────────────────────▲
-//	            Heartbeat ──(follower: forward)──▶ leader
+//	            Heartbeat, Report ─(follower: forward)──▶ leader
 //	            └──────────────────────────────────────┘
-//	leader only (after a Barrier): schedule ─▶ PlanCommit ─▶ Backend
+//	leader only (after a Barrier): cycle ─▶ PlanCommit ─▶ warm-ups, backend
 //	                               liveness ─▶ TaskUpdate (changes only)
 //	                               retention ─▶ JobsExpire
 //
