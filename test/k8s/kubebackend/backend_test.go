@@ -162,11 +162,19 @@ func TestBackend(t *testing.T) {
 	tokens := []string{"secret-token-0-abcdef", "secret-token-1-abcdef"}
 
 	t.Run("gang", func(t *testing.T) {
-		for i, task := range tasks {
-			require.NoError(t, b.Start(backend.Launch{Task: task, Job: job, Token: tokens[i]}))
+		// The launch names the gang: the first Pod waits unbound until
+		// its sibling exists, then both are bound.
+		gang := []structs.TaskID{tasks[0].ID, tasks[1].ID}
+		launch := func(i int) backend.Launch {
+			return backend.Launch{Task: tasks[i], Job: job, Token: tokens[i], Gang: gang, GangWhole: true}
 		}
+		require.NoError(t, b.Start(launch(0)))
+		first, err := c.Coordinator.CoreV1().Pods(ns).Get(ctx, kube.PodName(tasks[0].ID), metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, first.Spec.NodeName, "not bound before its gang is complete")
+		require.NoError(t, b.Start(launch(1)))
 		// A retried Start finds its Pod: success, nothing new.
-		require.NoError(t, b.Start(backend.Launch{Task: tasks[0], Job: job, Token: tokens[0]}))
+		require.NoError(t, b.Start(launch(0)))
 
 		nodes := map[string]bool{}
 		for i, task := range tasks {
