@@ -1,7 +1,7 @@
 // Command atom is the ENTRYPOINT of every job container: it checks the
 // allocated accelerators, runs the job's command as its child, forwards
 // signals, reaps orphans as PID 1, heartbeats to the coordinator and
-// exits with the job's status. See DESIGN.md §6.
+// exits with the job's status. atom/README.md describes the whole flow.
 //
 //	atom run -- CMD [ARGS...]   preflight, then run CMD under supervision
 //	atom preflight              only the GPU preflight, as key=value lines

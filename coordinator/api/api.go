@@ -1,4 +1,4 @@
-// Package api is the coordinator's HTTP/JSON API (DESIGN §5): jobs,
+// Package api is the coordinator's HTTP/JSON API: jobs,
 // services, quotas, pools, nodes and clusters for people and their tools,
 // and heartbeats and peer lookups for atom. Bodies are the types of
 // pkg/wire; errors are {"error": "..."} with a status that says

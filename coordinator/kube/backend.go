@@ -141,7 +141,7 @@ type Config struct {
 	KeepFinished time.Duration
 
 	// Executor, on the leader, takes the unbound Spark executor Pod req
-	// names (scenario C25): it records it as a task of its job within the
+	// names: it records it as a task of its job within the
 	// job's executor limit and returns that task and the node to bind it
 	// to; an error wrapping ErrExecutorWait leaves the Pod unbound for
 	// now, any other deletes it. nil: executor Pods are left alone.

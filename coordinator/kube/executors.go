@@ -17,7 +17,7 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// Spark executors (scenario C25). A spark job's driver asks Kubernetes
+// Spark executors. A spark job's driver asks Kubernetes
 // for executor Pods that name atom's scheduler, carry the label
 // atom.io/job and are owned by the driver's Pod (plugins/spark). The
 // leader takes each such unbound Pod:

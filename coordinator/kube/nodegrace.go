@@ -24,7 +24,7 @@ import (
 // server's clock counts as now (never early), one behind it by a skew is
 // used only when the server did not see the change itself, and in no case
 // does a leader declare a task lost before it has led for one heartbeat
-// TTL (scenario C20: after a leader change every task gets a full TTL,
+// TTL (after a leader change every task gets a full TTL,
 // whatever an earlier leader or the API server's clock says). So a task on
 // a node that is down is lost at max(since + NodeGrace, elected +
 // HeartbeatTTL).

@@ -20,7 +20,7 @@ var (
 	// ErrOutcomeUnknown means the command may or may not have been
 	// committed: leadership was lost or the server stopped while it was in
 	// flight, or the caller stopped waiting. Retrying is safe for commands
-	// that are idempotent by request ID (JobSubmit, scenario C22).
+	// that are idempotent by request ID (JobSubmit: a retried submit with the same request ID is one job).
 	ErrOutcomeUnknown = errors.New("outcome unknown: retry with the same request ID")
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// Cache warm-ups (DESIGN §4). A placement on a cluster whose cache lacks
+// Cache warm-ups. A placement on a cluster whose cache lacks
 // some of the job's datasets commits a structs.WarmUp; its tasks stay
 // Scheduled, unstarted (state.Warming). Each cycle the leader starts a run
 // for every warm-up in the state that it does not run yet:

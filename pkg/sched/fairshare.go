@@ -9,7 +9,7 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// Fair-share usage (DESIGN §4, Order and fairness). Each scope's usage is
+// Fair-share usage. Each scope's usage is
 // what its replicas held, in GPU-seconds (structs.FairShare.Rate), each
 // second counting 2^(-age/halfLife): the integral, over every second a
 // replica held resources since usage counting began (Since), of its rate

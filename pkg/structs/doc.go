@@ -1,5 +1,5 @@
 // Package structs holds atom's shared domain types: clusters, nodes, pools,
-// quotas, jobs and tasks (DESIGN §3), split by domain. Quantities inside these
+// quotas, jobs and tasks, split by domain. Quantities inside these
 // types are plain integers in fixed units: CPU in millicores, memory in bytes,
 // accelerators and edge devices in whole units, durations in time.Duration.
 // User-facing specs (spec.go) carry Kubernetes quantity strings ("500m",

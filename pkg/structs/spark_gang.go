@@ -1,7 +1,7 @@
 package structs
 
 // MinExecutors returns the executors a spark job's driver is placed with,
-// as one gang (DESIGN §6): dynamicAllocation.minExecutors with dynamic
+// as one gang: dynamicAllocation.minExecutors with dynamic
 // allocation (0: the driver alone; executors up to initialExecutors
 // beyond it are best-effort), else executor.instances, every executor
 // the job runs (Spark asks for them all at once and the job is charged

@@ -164,7 +164,7 @@ func TestPoolSpec(t *testing.T) {
 	}
 }
 
-// c10Config is scenario C10's cluster: 2 × G8(A) and 1 × C64, u1 quota 8 A
+// c10Config is the ten-GPU case's cluster: 2 × G8(A) and 1 × C64, u1 quota 8 A
 // and 64 CPU.
 const c10Config = `
 clusters:

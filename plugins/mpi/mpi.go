@@ -1,6 +1,6 @@
 // Package mpi is the MPI job type. Replica 0 is the launcher: it waits
 // until every worker of the current attempt has reported a launch
-// endpoint (scenario C04: never before, and never an earlier attempt's),
+// endpoint (never before, and never an earlier attempt's),
 // writes a hostfile from the gang's placement and runs mpirun with
 // `atom rsh` as its remote-launch agent, so images need no sshd. The
 // other replicas only serve those launches (atom does that) and end when

@@ -7,8 +7,7 @@
 //     the job's quota;
 //   - carry the driver pod's name (spark.kubernetes.driver.pod.name), so
 //     Spark makes that pod their owner and they are deleted with it: a
-//     killed, preempted or cancelled driver leaves no executor behind
-//     (scenario C25);
+//     killed, preempted or cancelled driver leaves no executor behind;
 //   - carry the label atom.io/job=<job ID>;
 //   - mount the job's volumes (its PersistentVolumeClaims) where the
 //     driver's Pod does;

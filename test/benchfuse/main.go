@@ -3,7 +3,7 @@
 // sequentially through `atom cache mount` (a separate process, as in a
 // job) and with one GET per chunk, alternately, several rounds. It prints
 // key=value lines; the last is fuse_read_ratio, the median over rounds of
-// mount throughput / client throughput (DESIGN.md §9 asks for >= 0.5).
+// mount throughput / client throughput (target >= 0.5).
 //
 //	go build -o bin/atom ./atom && go run ./test/benchfuse --atom bin/atom
 package main

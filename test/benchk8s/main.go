@@ -1,5 +1,5 @@
 // Command benchk8s compares atom with what a Kubernetes user would run
-// instead, on the same kind of cluster (DESIGN §9): a real kube-apiserver
+// instead, on the same kind of cluster: a real kube-apiserver
 // with etcd and kwok (test/k8s/k8stest), 200 kwok GPU nodes of 8
 // nvidia.com/gpu each, and 1,000 one-GPU tasks. Each side gets a fresh,
 // identical cluster and is timed from its first submission until a watch

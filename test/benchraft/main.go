@@ -1,4 +1,4 @@
-// Command benchraft measures the Raft-replicated coordinator (DESIGN §9):
+// Command benchraft measures the Raft-replicated coordinator:
 // three servers on loopback TCP, each with its own bolt log and snapshots.
 //
 //  1. throughput: jobs are submitted in bulk with scheduling paused, then

@@ -1,5 +1,5 @@
 // Command benchsched measures the scheduling core: one Schedule call over a
-// generated cluster of 10,000 nodes and 100,000 pending jobs (DESIGN §9).
+// generated cluster of 10,000 nodes and 100,000 pending jobs.
 // Run it with GOMAXPROCS=1 (make bench-sched). Output is key=value lines;
 // the last two are placements_per_sec and p99_decision_us.
 //

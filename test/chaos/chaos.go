@@ -1,4 +1,4 @@
-// Package chaos is atom's fault and load suite (`make chaos`, issue 7):
+// Package chaos is atom's fault and load suite (`make chaos`):
 // three `coordinator server` processes and the local backend, four
 // clients submitting a mix of gangs, services, batch and low-priority jobs
 // (with retries under the same request ID, replies lost on purpose,

@@ -25,7 +25,7 @@ import (
 // replayed is one server's Raft log played again, offline, through the
 // coordinator's own state machine (coordinator/fsm) after the server has
 // stopped: the state it held at every index of its log, each checked with
-// the scheduling core's invariant checker (DESIGN §10).
+// the scheduling core's invariant checker.
 type replayed struct {
 	server string
 	// from is the snapshot index the replay started from (0: the empty

@@ -175,8 +175,7 @@ func (c *simClient) spec(kind, name string) (string, int) {
 }
 
 // attemptCtx bounds one attempt: usually 5 s; one in four is cut short
-// on purpose, so the reply is lost while the command may still commit
-// (scenario C22).
+// on purpose, so the reply is lost while the command may still commit.
 func (c *simClient) attemptCtx(ctx context.Context) (context.Context, context.CancelFunc, bool) {
 	if c.rng.IntN(4) == 0 {
 		d := time.Duration(20+c.rng.IntN(200)) * time.Millisecond

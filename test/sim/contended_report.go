@@ -169,7 +169,7 @@ func reportContended(c *config, results *contendedResults, stdout, stderr io.Wri
 	return 0
 }
 
-// contendedTargets lists the targets the summaries miss (DESIGN §9):
+// contendedTargets lists the targets the summaries miss:
 // atom's jain at least 0.9 and above every other policy's; its gpu_util
 // within one point of the best; fewer GPU-hours preempted than atom-fifo.
 // A target whose policies were not replayed is not checked.

@@ -1,6 +1,6 @@
 // Command sim replays the Alibaba GPU cluster trace (cluster-trace-gpu-v2023,
 // Weng et al., USENIX ATC '23; copies in testdata/) through atom's scheduling
-// core and classic baselines, side by side in one run (DESIGN §9): a packing
+// core and classic baselines, side by side in one run: a packing
 // replay per pod list, where atom must beat Best-Fit's GPU allocation rate,
 // and a contended replay with departures, tenants and priorities, where
 // atom must be the fairest without losing utilisation or more work to

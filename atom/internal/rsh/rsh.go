@@ -1,4 +1,4 @@
-// Package rsh is atom's remote-launch agent for mpirun (DESIGN §6): every
+// Package rsh is atom's remote-launch agent for mpirun: every
 // replica of an MPI job serves launch requests, and mpirun, run by the
 // first replica with --mca plm_rsh_agent "atom rsh", starts its orted
 // daemons through them, so images need no sshd.

@@ -18,7 +18,7 @@ import (
 	"github.com/atom-sched/atom/test/k8s/k8stest"
 )
 
-// sparkSpec is scenario C25's S: a 2-CPU driver and 4 executors of 4
+// sparkSpec is the two-node case's job: a 2-CPU driver and 4 executors of 4
 // cores and 8 GiB plus 1 GiB overhead.
 func sparkSpec(name, priority string) string {
 	return "kind: spark\nname: " + name + "\npriority: " + priority + "\nimage: atom/spark:test\n" +
@@ -111,7 +111,7 @@ func executorTasks(tasks []*structs.Task) []*structs.Task {
 }
 
 // TestSparkExecutors plays Spark's driver against a coordinator on a real
-// API server with two 64-CPU kwok nodes (scenario C25): executor Pods are
+// API server with two 64-CPU kwok nodes: executor Pods are
 // bound through the Binding API within their job's charge and executor
 // limit, and deleted by atom with their driver (the test API server runs
 // no garbage collector: in a real cluster the owner reference would too).
