@@ -5,10 +5,12 @@
 //	leader ──Stop(task, grace)─────▶ backend     the gang's tasks, the cluster
 //	leader ──Capabilities()────────▶ backend     adopting, volume claims
 //	backend ──Report(task, token, event)──▶ EventSink (the server, in process)
+//	backend ──Task(id), IsLeader, ...─────▶ Host (the server, in process)
 //
 // A backend gets from the Launch everything it needs of the state to
-// start a task, and reports what it sees of its tasks to the EventSink,
-// so it can be tested without a server.
+// start a task, reports what it sees of its tasks to the EventSink, and
+// asks the Host the little its own loops need of the state (a sweep, a
+// log read), so it can be tested with a small fake instead of a server.
 package backend
 
 import (
@@ -91,6 +93,30 @@ type Capabilities struct {
 // Running, Succeeded, Failed or Lost.
 type EventSink interface {
 	Report(id structs.TaskID, token string, ev structs.TaskEvent) error
+}
+
+// Host is what a backend may ask of the server that runs it, besides the
+// launches it is given: what the state knows of a task, and whether and
+// since when this server leads. A backend's own loops need it: a
+// Kubernetes backend's sweep deletes the Pods of tasks the state knows
+// ended, only on the leader, and declares no task lost before the leader
+// has led for a heartbeat TTL. The server implements it (*server.Server);
+// a test gives a backend a small fake. Its methods are safe for
+// concurrent use; a backend calls them outside any state read.
+type Host interface {
+	// Task returns what the state knows of task id: its current
+	// allocation's token ("" when the state does not know the task) and
+	// whether it holds resources (Scheduled, Running or Stopping).
+	Task(id structs.TaskID) (token string, live bool)
+	// IsLeader reports whether this server is the Raft leader now.
+	IsLeader() bool
+	// LeadingSince returns when this server's current term of leader
+	// work began and true, or false when it does not lead: every task
+	// gets a full HeartbeatTTL from then before anything declares it
+	// lost.
+	LeadingSince() (time.Time, bool)
+	// HeartbeatTTL is how long a task may stay silent before it is lost.
+	HeartbeatTTL() time.Duration
 }
 
 // ErrClosed is a Start refused because the backend has stopped its

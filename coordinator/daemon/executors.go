@@ -16,36 +16,40 @@ import (
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// executorHooks lets kc's backend bind Spark executor Pods (C25): the
-// leader places each on a snapshot (sched.PlaceExecutor: into the room
-// held for the job's minimum executors first, which was taken with its
-// driver) and commits it (state.ExecutorAdd), which checks the job's
-// current attempt, its driver, its most executors and the node's room
-// (others' held room included) again, and takes one held room. One of a normal or high job that fits
-// nowhere preempts low jobs (sched.PreemptForExecutor, committed as
-// state.ExecutorPreempt) and waits for the room held for it.
-func executorHooks(srv *server.Server, kc *kube.Config) {
-	kc.Executor = func(ctx context.Context, req kube.ExecutorRequest) (structs.TaskID, structs.NodeID, error) {
-		return takeExecutor(ctx, srv, req)
-	}
-	kc.ExecutorOf = func(job structs.JobID, pod string) (id structs.TaskID, node structs.NodeID, live bool) {
-		srv.Read(func(s *state.State) {
-			for _, t := range s.TasksOf(job) {
-				if t.Executor == pod && (id == "" || t.State.HoldsResources()) {
-					id, node, live = t.ID, t.Node, t.State.HoldsResources()
-				}
+// TakeExecutor lets the kubernetes backends bind Spark executor Pods
+// (kube.Host): the leader places each on a snapshot (sched.PlaceExecutor:
+// into the room held for the job's minimum executors first, which was
+// taken with its driver) and commits it (state.ExecutorAdd), which checks
+// the job's current attempt, its driver, its most executors and the
+// node's room (others' held room included) again, and takes one held
+// room. One of a normal or high job that fits nowhere preempts low jobs
+// (sched.PreemptForExecutor, committed as state.ExecutorPreempt) and
+// waits for the room held for it.
+func (h kubeHost) TakeExecutor(ctx context.Context, req kube.ExecutorRequest) (structs.TaskID, structs.NodeID, error) {
+	return takeExecutor(ctx, h.Server, req)
+}
+
+// ExecutorOf finds the executor task of job's Pod pod (kube.Host): the
+// one holding resources, else any.
+func (h kubeHost) ExecutorOf(job structs.JobID, pod string) (id structs.TaskID, node structs.NodeID, live bool) {
+	h.Read(func(s *state.State) {
+		for _, t := range s.TasksOf(job) {
+			if t.Executor == pod && (id == "" || t.State.HoldsResources()) {
+				id, node, live = t.ID, t.Node, t.State.HoldsResources()
 			}
-		})
-		return id, node, live
-	}
-	kc.ExecutorPod = func(id structs.TaskID) (pod string) {
-		srv.Read(func(s *state.State) {
-			if t := s.Tasks[id]; t != nil {
-				pod = t.Executor
-			}
-		})
-		return pod
-	}
+		}
+	})
+	return id, node, live
+}
+
+// ExecutorPod is executor task id's Pod name (kube.Host).
+func (h kubeHost) ExecutorPod(id structs.TaskID) (pod string) {
+	h.Read(func(s *state.State) {
+		if t := s.Tasks[id]; t != nil {
+			pod = t.Executor
+		}
+	})
+	return pod
 }
 
 // takeExecutor records executor Pod req as a task of its job, held at

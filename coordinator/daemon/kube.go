@@ -22,6 +22,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -193,6 +194,26 @@ func (r *router) Capabilities() backend.Capabilities {
 	}
 }
 
+// kubeHost is the server as the kubernetes backends ask it (kube.Host):
+// the server itself (backend.Host), the configs with their data as the
+// local backend gets them (taskenv.Configs over the state and keyring),
+// and the Spark executor tasks (executors.go).
+type kubeHost struct {
+	*server.Server
+	configs func(t *structs.Task, j *structs.Job) ([]taskenv.Config, error)
+}
+
+var _ kube.Host = kubeHost{}
+
+// Configs returns task t's configs and secrets with their data.
+func (h kubeHost) Configs(t *structs.Task, j *structs.Job) ([]taskenv.Config, error) {
+	return h.configs(t, j)
+}
+
+// KeepConfigs names the config objects the backends' sweeps keep
+// (keepConfigs).
+func (h kubeHost) KeepConfigs() map[string]bool { return keepConfigs(h.Server) }
+
 // kubeClient connects to cluster c as its kubeconfig says (in-cluster
 // without one).
 func kubeClient(c *structs.Cluster, ks kubeSettings) (kubernetes.Interface, error) {
@@ -269,18 +290,8 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 		kc := kube.Config{Cluster: c.Name, Redis: c.Redis, Client: client, Namespace: c.Namespace, ServiceAccount: c.ServiceAccount, Coordinator: coordinators, CoordinatorCA: lb.CA,
 			Heartbeat: every, Grace: lb.Grace, Image: ks.image, PluginDir: cfg.PluginDir, Log: log,
 			Resync:    5 * time.Minute,
-			NodeGrace: cfg.KubeNodeGrace, Sweep: cfg.KubeSweep, KeepFinished: cfg.KubeKeepFinished, Leader: srv.IsLeader,
-			LeadingSince: srv.LeadingSince, HeartbeatTTL: srv.HeartbeatTTL(),
-			Task: func(id structs.TaskID) (tok string, live bool) {
-				srv.Read(func(s *state.State) {
-					if t := s.Tasks[id]; t != nil {
-						tok, live = s.Tokens[id], t.State.HoldsResources()
-					}
-				})
-				return tok, live
-			}}
-		executorHooks(srv, &kc)
-		kc.Configs, kc.KeepConfigs = lb.Configs, func() map[string]bool { return keepConfigs(srv) }
+			NodeGrace: cfg.KubeNodeGrace, Sweep: cfg.KubeSweep, KeepFinished: cfg.KubeKeepFinished,
+			Host: kubeHost{Server: srv, configs: lb.Configs}}
 		if ks.heartbeatPods {
 			kc.Beat = every
 		}

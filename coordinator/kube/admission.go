@@ -38,10 +38,10 @@ func refusedAtAdmission(p *corev1.Pod) bool {
 // starting). False once the time is up: the refusal stands and the task is
 // lost saying why.
 func (b *Backend) readmit(id structs.TaskID, p *corev1.Pod) bool {
-	if b.cfg.Task == nil {
+	if b.cfg.Host == nil {
 		return false
 	}
-	if tok, live := b.cfg.Task(id); tok == "" || !live {
+	if tok, live := b.cfg.Host.Task(id); tok == "" || !live {
 		return false
 	}
 	now := time.Now()
@@ -104,7 +104,7 @@ func (b *Backend) remake(id structs.TaskID, p *corev1.Pod) {
 	case <-b.stopCh:
 		return
 	}
-	tok, live := b.cfg.Task(id)
+	tok, live := b.cfg.Host.Task(id)
 	if tok == "" || !live || allocHash(tok) != p.Annotations[AnnotationAlloc] {
 		return // stopped, or placed again, meanwhile
 	}

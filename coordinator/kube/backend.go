@@ -102,28 +102,18 @@ type Config struct {
 	// Binding API, so no other scheduler takes them. "" means
 	// DefaultSchedulerName.
 	SchedulerName string
-	// Task says what the coordinator's state knows of task id: its
-	// allocation token ("" when it does not know it) and whether it still
-	// holds resources. The leader deletes Pods of tasks the state does not
-	// know or knows ended, and of allocations not the current one; nil:
-	// none are. A task the backend did not start itself (after a
-	// coordinator restart) is reported with this token.
-	Task func(id structs.TaskID) (token string, live bool)
-	// Leader reports whether this server leads: only the leader deletes
-	// Pods it did not stop itself and declares tasks on NotReady nodes
-	// lost. nil: always.
-	Leader func() bool
+	// Host is the server the backend runs in, as it asks it (see Host).
+	// nil: the backend runs alone, as in its own tests: it leads, deletes
+	// no Pod it did not stop itself and no config object, reports a task
+	// it did not start with token "", fails a task that names a config,
+	// leaves executor Pods alone, and loses tasks on NotReady nodes
+	// without waiting for a term to be a heartbeat TTL old.
+	Host Host
 	// NodeGrace is how long a Node may be not Ready (or gone) before
 	// the tasks whose Pods are bound to it are reported Lost and those
 	// Pods deleted; 0 means DefaultNodeGrace. It counts from when the
 	// Node stopped being Ready (see nodegrace.go).
 	NodeGrace time.Duration
-	// LeadingSince says when this server's term of leadership began and
-	// whether it leads; HeartbeatTTL is the tasks' heartbeat TTL. No
-	// task is declared lost for its node before the term is a TTL old
-	// (C20). nil: no such bound.
-	LeadingSince func() (time.Time, bool)
-	HeartbeatTTL time.Duration
 	// Sweep is how often the leader looks for nodes past their grace
 	// and Pods to clean up; 0 means DefaultSweep.
 	Sweep time.Duration
@@ -139,28 +129,39 @@ type Config struct {
 	// deletes it at once. A Pod is deleted sooner when the state forgets
 	// its task.
 	KeepFinished time.Duration
+}
 
-	// Executor, on the leader, takes the unbound Spark executor Pod req
-	// names: it records it as a task of its job within the
-	// job's executor limit and returns that task and the node to bind it
-	// to; an error wrapping ErrExecutorWait leaves the Pod unbound for
-	// now, any other deletes it. nil: executor Pods are left alone.
-	Executor func(ctx context.Context, req ExecutorRequest) (structs.TaskID, structs.NodeID, error)
-	// ExecutorOf finds the executor task of job's Pod pod: its ID ("" if
-	// none), its node and whether it holds resources.
-	ExecutorOf func(job structs.JobID, pod string) (id structs.TaskID, node structs.NodeID, live bool)
-	// ExecutorPod is executor task id's Pod name ("" when id is no
-	// executor).
-	ExecutorPod func(id structs.TaskID) string
-
+// Host is the server as the backend asks it: backend.Host (what the
+// state knows of a task, whether this server leads and since when: the
+// sweep deletes the Pods of tasks the state does not know, knows ended
+// or knows with another allocation, only on the leader; a Pod refused at
+// admission is made again while its task is live; a task the backend did
+// not start itself, after a restart, is reported with its current token),
+// and what only Pods need of the coordinator: configs made into
+// ConfigMaps and Secrets, and Spark's executor Pods taken as tasks. The
+// daemon implements it over the server.
+type Host interface {
+	backend.Host
 	// Configs returns task t's atom configs and secrets with their data
 	// (taskenv.Configs), which the backend makes ConfigMaps and Secrets
-	// of before t's Pod (configs.go); nil: a task naming one fails to
-	// start. KeepConfigs returns the names (ConfigObjectName) of those
-	// the leader's sweep keeps: the versions tasks holding resources use
-	// and every config's current one; nil: the sweep deletes none.
-	Configs     func(t *structs.Task, j *structs.Job) ([]taskenv.Config, error)
-	KeepConfigs func() map[string]bool
+	// of before t's Pod (configs.go).
+	Configs(t *structs.Task, j *structs.Job) ([]taskenv.Config, error)
+	// KeepConfigs returns the names (ConfigObjectName) of the
+	// ConfigMaps and Secrets the leader's sweep keeps: the versions
+	// tasks holding resources use and every config's current one.
+	KeepConfigs() map[string]bool
+	// TakeExecutor, on the leader, takes the unbound Spark executor Pod
+	// req names: it records it as a task of its job within the job's
+	// executor limit and returns that task and the node to bind it to;
+	// an error wrapping ErrExecutorWait leaves the Pod unbound for now,
+	// any other deletes it.
+	TakeExecutor(ctx context.Context, req ExecutorRequest) (structs.TaskID, structs.NodeID, error)
+	// ExecutorOf finds the executor task of job's Pod pod: its ID ("" if
+	// none), its node and whether it holds resources.
+	ExecutorOf(job structs.JobID, pod string) (id structs.TaskID, node structs.NodeID, live bool)
+	// ExecutorPod is executor task id's Pod name ("" when id is no
+	// executor).
+	ExecutorPod(id structs.TaskID) string
 }
 
 // Defaults of Config.

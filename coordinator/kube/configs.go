@@ -91,10 +91,10 @@ func (b *Backend) ensureConfigs(ctx context.Context, t *structs.Task, j *structs
 	if len(t.Configs) == 0 {
 		return nil
 	}
-	if b.cfg.Configs == nil {
+	if b.cfg.Host == nil {
 		return fmt.Errorf("this coordinator cannot give task %s its configs and secrets on cluster %s", t.ID, b.cfg.Cluster)
 	}
-	cfgs, err := b.cfg.Configs(t, j)
+	cfgs, err := b.cfg.Host.Configs(t, j)
 	if err != nil {
 		return err
 	}
@@ -129,14 +129,14 @@ func (b *Backend) ensureConfigs(ctx context.Context, t *structs.Task, j *structs
 }
 
 // sweepConfigs deletes atom's ConfigMaps and Secrets of this cluster whose
-// names Config.KeepConfigs does not list. A namespace where the
+// names Host.KeepConfigs does not list. A namespace where the
 // coordinator may not list them is told once, then left until it makes
 // one there.
 func (b *Backend) sweepConfigs(ctx context.Context) {
 	b.mu.Lock()
 	forbidden := b.configsForbidden
 	b.mu.Unlock()
-	if b.cfg.KeepConfigs == nil || forbidden {
+	if b.cfg.Host == nil || forbidden {
 		return
 	}
 	sel := metav1.ListOptions{LabelSelector: LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(b.cfg.Cluster)) + "," + LabelConfig}
@@ -167,7 +167,7 @@ func (b *Backend) sweepConfigs(ctx context.Context) {
 	}
 	// What to keep is read after the list: an object made since for a
 	// task placed since is not in the list.
-	keep := b.cfg.KeepConfigs()
+	keep := b.cfg.Host.KeepConfigs()
 	for i, name := range names {
 		if keep[name] {
 			continue

@@ -22,10 +22,10 @@ import (
 // atom.io/job and are owned by the driver's Pod (plugins/spark). The
 // leader takes each such unbound Pod:
 //
-//	executor Pod (unbound) ──Config.Executor──▶ ExecutorAdd committed (node chosen, within the job's limit:
+//	executor Pod (unbound) ──Host.TakeExecutor──▶ ExecutorAdd committed (node chosen, within the job's limit:
 //	                         the room held for the job's minimum executors with its driver first)
-//	                       ──Binding──────────▶ bound to that node
-//	no room (normal or high job) ──Config.Executor──▶ ExecutorPreempt committed (low jobs stop, their
+//	                       ──Binding────────────▶ bound to that node
+//	no room (normal or high job) ──Host.TakeExecutor──▶ ExecutorPreempt committed (low jobs stop, their
 //	         room held for the Pod) ──▶ waits (ErrExecutorWait), taken as above once they have gone
 //	refused (no live driver of the job's current attempt, job ended,
 //	         over its most executors, asks more than the job's executor) ──▶ deleted, never bound
@@ -35,7 +35,7 @@ import (
 // The executor informer watches Pods labelled atom.io/job and not
 // atom.io/managed-by: Spark's, not atom's own.
 
-// ErrExecutorWait is what Config.Executor returns (wrapped) for an
+// ErrExecutorWait is what Host.TakeExecutor returns (wrapped) for an
 // executor that does not fit now: its Pod stays unbound and is tried again.
 var ErrExecutorWait = errors.New("executor waits for room")
 
@@ -104,7 +104,8 @@ func (b *Backend) executorLoop() {
 	}
 }
 
-func (b *Backend) leads() bool { return b.cfg.Leader == nil || b.cfg.Leader() }
+// leads reports whether this server leads (always without a host).
+func (b *Backend) leads() bool { return b.cfg.Host == nil || b.cfg.Host.IsLeader() }
 
 func (b *Backend) kickExecutors() {
 	select {
@@ -119,7 +120,7 @@ func (b *Backend) ours(p *corev1.Pod) bool { return p.Spec.SchedulerName == b.cf
 // takeExecutors handles every unbound executor Pod once, and deletes bound
 // ones whose task the state does not know or knows ended.
 func (b *Backend) takeExecutors() {
-	if b.cfg.Executor == nil || b.cfg.ExecutorOf == nil {
+	if b.cfg.Host == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -130,7 +131,7 @@ func (b *Backend) takeExecutors() {
 			continue
 		}
 		job := structs.JobID(p.Labels[LabelJob])
-		id, node, live := b.cfg.ExecutorOf(job, p.Name)
+		id, node, live := b.cfg.Host.ExecutorOf(job, p.Name)
 		switch {
 		case id != "" && live && p.Spec.NodeName == "":
 			// Recorded, not bound yet: Start binds it (a new leader's
@@ -164,7 +165,7 @@ func (b *Backend) takeExecutor(ctx context.Context, p *corev1.Pod, job structs.J
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		req.Affinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
-	id, node, err := b.cfg.Executor(ctx, req)
+	id, node, err := b.cfg.Host.TakeExecutor(ctx, req)
 	switch {
 	case errors.Is(err, ErrExecutorWait):
 		b.executorWaits(ctx, p, err.Error())
@@ -276,8 +277,8 @@ func (b *Backend) podName(id structs.TaskID) (name string, executor bool) {
 	b.mu.Lock()
 	pod, ok := b.execPods[id]
 	b.mu.Unlock()
-	if !ok && b.cfg.ExecutorPod != nil {
-		pod = b.cfg.ExecutorPod(id)
+	if !ok && b.cfg.Host != nil {
+		pod = b.cfg.Host.ExecutorPod(id)
 	}
 	if pod != "" {
 		return pod, true
@@ -292,10 +293,10 @@ func (b *Backend) observeExecutor(o any, deleted bool) {
 		o = d.Obj
 	}
 	p, ok := o.(*corev1.Pod)
-	if !ok || !b.ours(p) || b.cfg.ExecutorOf == nil {
+	if !ok || !b.ours(p) || b.cfg.Host == nil {
 		return
 	}
-	id, _, _ := b.cfg.ExecutorOf(structs.JobID(p.Labels[LabelJob]), p.Name)
+	id, _, _ := b.cfg.Host.ExecutorOf(structs.JobID(p.Labels[LabelJob]), p.Name)
 	if id == "" {
 		if !deleted && p.Spec.NodeName == "" {
 			b.kickExecutors()
@@ -323,7 +324,7 @@ func (b *Backend) observeExecutor(o any, deleted bool) {
 // beatExecutors heartbeats every executor task whose Pod is bound and has
 // not finished: no atom runs in it to do so.
 func (b *Backend) beatExecutors() {
-	if b.cfg.ExecutorOf == nil {
+	if b.cfg.Host == nil {
 		return
 	}
 	for _, o := range b.execs.GetStore().List() {
@@ -331,7 +332,7 @@ func (b *Backend) beatExecutors() {
 		if !ok || !b.ours(p) || p.Spec.NodeName == "" || p.DeletionTimestamp != nil || finished(p) {
 			continue
 		}
-		id, _, live := b.cfg.ExecutorOf(structs.JobID(p.Labels[LabelJob]), p.Name)
+		id, _, live := b.cfg.Host.ExecutorOf(structs.JobID(p.Labels[LabelJob]), p.Name)
 		if id == "" || !live {
 			continue
 		}

@@ -60,8 +60,8 @@ func (b *Backend) logsError(id structs.TaskID, name string, err error) error {
 	pod := b.cfg.Namespace + "/" + name
 	switch {
 	case apierrors.IsNotFound(err):
-		if b.cfg.Task != nil {
-			if tok, live := b.cfg.Task(id); tok != "" && live {
+		if b.cfg.Host != nil {
+			if tok, live := b.cfg.Host.Task(id); tok != "" && live {
 				return fmt.Errorf("its Pod %s is not created yet: %w", pod, fs.ErrNotExist)
 			}
 		}

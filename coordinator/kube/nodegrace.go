@@ -89,10 +89,12 @@ func (b *Backend) noteNodeGone(o any) {
 }
 
 // termStart is when this server's term of leadership began (zero when
-// unknown) and whether it leads.
-func (b *Backend) termStart() (time.Time, bool) {
-	if b.cfg.LeadingSince == nil {
-		return time.Time{}, true
+// unknown), whether it leads, and the tasks' heartbeat TTL (0 when
+// unknown).
+func (b *Backend) termStart() (time.Time, bool, time.Duration) {
+	if b.cfg.Host == nil {
+		return time.Time{}, true, 0
 	}
-	return b.cfg.LeadingSince()
+	since, leads := b.cfg.Host.LeadingSince()
+	return since, leads, b.cfg.Host.HeartbeatTTL()
 }

@@ -234,8 +234,8 @@ func (b *Backend) token(id structs.TaskID) string {
 	b.mu.Lock()
 	tok := b.tokens[id]
 	b.mu.Unlock()
-	if tok == "" && b.cfg.Task != nil {
-		tok, _ = b.cfg.Task(id)
+	if tok == "" && b.cfg.Host != nil {
+		tok, _ = b.cfg.Host.Task(id)
 	}
 	return tok
 }

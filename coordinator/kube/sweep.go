@@ -26,7 +26,7 @@ func (b *Backend) sweepLoop() {
 			return
 		case <-t.C:
 		}
-		if b.cfg.Leader == nil || b.cfg.Leader() {
+		if b.leads() {
 			b.Sweep()
 		}
 	}
@@ -50,10 +50,10 @@ func (b *Backend) Sweep() {
 	defer cancel()
 	now := b.cfg.Now()
 	late := map[string]time.Duration{}
-	elected, leads := b.termStart()
+	elected, leads, ttl := b.termStart()
 	b.mu.Lock()
 	for name, since := range b.notReady {
-		if d, ok := nodeLate(since, now, elected, b.cfg.NodeGrace, b.cfg.HeartbeatTTL); ok && leads {
+		if d, ok := nodeLate(since, now, elected, b.cfg.NodeGrace, ttl); ok && leads {
 			late[name] = d
 		}
 	}
@@ -73,10 +73,10 @@ func (b *Backend) Sweep() {
 			b.nodeLost(ctx, id, p, d)
 			continue
 		}
-		if b.cfg.Task == nil {
+		if b.cfg.Host == nil {
 			continue
 		}
-		tok, live := b.cfg.Task(id)
+		tok, live := b.cfg.Host.Task(id)
 		if tok != "" && live && (p.Annotations[AnnotationAlloc] == "" || p.Annotations[AnnotationAlloc] == allocHash(tok)) {
 			continue
 		}
@@ -88,12 +88,12 @@ func (b *Backend) Sweep() {
 	// Spark's executor Pods on such nodes are their tasks' too.
 	for _, o := range b.execs.GetStore().List() {
 		p, ok := o.(*corev1.Pod)
-		if !ok || p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !b.ours(p) || b.cfg.ExecutorOf == nil {
+		if !ok || p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !b.ours(p) || b.cfg.Host == nil {
 			continue
 		}
 		onNode[p.Spec.NodeName]++
 		if d, ok := late[p.Spec.NodeName]; ok {
-			if id, _, live := b.cfg.ExecutorOf(structs.JobID(p.Labels[LabelJob]), p.Name); id != "" && live {
+			if id, _, live := b.cfg.Host.ExecutorOf(structs.JobID(p.Labels[LabelJob]), p.Name); id != "" && live {
 				b.nodeLost(ctx, id, p, d)
 			}
 		}

@@ -105,6 +105,24 @@ func (s *Server) SetBackend(b backend.Backend) {
 	s.sched.wake()
 }
 
+// The server is its backends' host and event sink, in process.
+var (
+	_ backend.Host      = (*Server)(nil)
+	_ backend.EventSink = (*Server)(nil)
+)
+
+// Task returns what this server's state knows of task id (backend.Host):
+// its current allocation's token ("" when the task is not known) and
+// whether it holds resources.
+func (s *Server) Task(id structs.TaskID) (token string, live bool) {
+	s.fsm.Read(func(st *state.State) {
+		if t := st.Tasks[id]; t != nil {
+			token, live = st.Tokens[id], t.State.HoldsResources()
+		}
+	})
+	return token, live
+}
+
 // drive starts the Scheduled tasks of allocs this term placed (and those
 // it inherited that the backend adopts) and stops the Stopping ones,
 // those it has not handled yet; allocs are the cycle's (state.Cycle),

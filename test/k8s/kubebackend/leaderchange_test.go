@@ -2,6 +2,8 @@ package kubebackend_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"regexp"
@@ -23,6 +25,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/coordinator/taskenv"
 	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/test/k8s/k8stest"
@@ -125,6 +128,28 @@ type discard struct{}
 
 func (discard) Report(structs.TaskID, string, structs.TaskEvent) error { return nil }
 
+// follower is the host of a backend on a server that does not lead and
+// whose state knows no task: the backend starts and stops what it is
+// told, and leaves the sweep, executor Pods and node graces to the
+// leader's.
+type follower struct{}
+
+func (follower) Task(structs.TaskID) (string, bool) { return "", false }
+func (follower) IsLeader() bool                     { return false }
+func (follower) LeadingSince() (time.Time, bool)    { return time.Time{}, false }
+func (follower) HeartbeatTTL() time.Duration        { return 0 }
+func (follower) KeepConfigs() map[string]bool       { return nil }
+func (follower) ExecutorPod(structs.TaskID) string  { return "" }
+func (follower) Configs(t *structs.Task, _ *structs.Job) ([]taskenv.Config, error) {
+	return nil, fmt.Errorf("task %s: no configs on a follower", t.ID)
+}
+func (follower) TakeExecutor(context.Context, kube.ExecutorRequest) (structs.TaskID, structs.NodeID, error) {
+	return "", "", errors.New("not the leader")
+}
+func (follower) ExecutorOf(structs.JobID, string) (structs.TaskID, structs.NodeID, bool) {
+	return "", "", false
+}
+
 // TestLeaderChange (C20 on Kubernetes): three coordinator servers; the
 // leader dies after creating two of a 3-Pod gang's Pods, unbound, and
 // before creating the third. The new leader adopts the gang: it creates
@@ -150,7 +175,7 @@ func TestLeaderChange(t *testing.T) {
 	s1 := tr.start("s1")
 	require.Eventually(t, s1.d.Server.IsLeader, 10*time.Second, 20*time.Millisecond)
 	kb, err := kube.New(ctx, kube.Config{Cluster: "k8s", Client: c.Coordinator, Namespace: ns, Image: "atom/cpu:test",
-		Coordinator: s1.d.URL, Heartbeat: 5 * time.Second, Leader: func() bool { return false }}, discard{})
+		Coordinator: s1.d.URL, Heartbeat: 5 * time.Second, Host: follower{}}, discard{})
 	require.NoError(t, err)
 	closeKB := sync.OnceFunc(kb.Close)
 	t.Cleanup(closeKB)
