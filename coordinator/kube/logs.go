@@ -66,8 +66,10 @@ func (b *Backend) logsError(id structs.TaskID, name string, err error) error {
 			}
 		}
 		return fmt.Errorf("Pod %s: %w", pod, ErrLogsGone)
-	case apierrors.IsBadRequest(err) && strings.Contains(err.Error(), "waiting to start"):
-		// The container is being created or its image pulled.
+	case apierrors.IsBadRequest(err) && (strings.Contains(err.Error(), "waiting to start") || strings.HasSuffix(apiMessage(err), "is not available")):
+		// The container is being created or its image pulled; or the
+		// kubelet has run the Pod's sandbox but reports no status for its
+		// container yet ("is not available").
 		return fmt.Errorf("its Pod %s has not started its container yet (%s): %w", pod, apiMessage(err), fs.ErrNotExist)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("read the log of Pod %s through the API server: %s: the coordinator's identity may not get pods/log: apply deploy/rbac.yaml (ClusterRole atom-coordinator, which grants it) and bind it to the user of the cluster's kubeconfig, or to its service account in the cluster",

@@ -23,3 +23,17 @@ func TestLogsErrorForbidden(t *testing.T) {
 		`and bind it to the user of the cluster's kubeconfig, or to its service account in the cluster`)
 	assert.False(t, errors.Is(err, fs.ErrNotExist), "nothing to wait for")
 }
+
+// TestLogsErrorNotStartedYet: a container the kubelet has no status for
+// yet, or one waiting to start, is a log to wait for, not an error.
+func TestLogsErrorNotStartedYet(t *testing.T) {
+	b := &Backend{cfg: Config{Namespace: "atom-jobs"}}
+	for _, msg := range []string{
+		`container "task" in pod "slow-1-0" is not available`,
+		`container "task" in pod "slow-1-0" is waiting to start: ContainerCreating`,
+	} {
+		err := b.logsError("slow/1/0", "slow-1-0", apierrors.NewBadRequest(msg))
+		assert.EqualError(t, err, "its Pod atom-jobs/slow-1-0 has not started its container yet ("+msg+"): file does not exist")
+		assert.True(t, errors.Is(err, fs.ErrNotExist), "the caller waits: %v", err)
+	}
+}
