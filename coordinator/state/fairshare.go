@@ -119,31 +119,11 @@ func (s *State) FairShareOrder(jobs map[structs.JobID]*structs.Job) *sched.FairS
 	return sched.Positions(&s.FairUsage, s.Weight, jobs, s.FairShare.AgingOrDefault())
 }
 
-// competing returns the scopes that compete for fair share now (have a
-// job that has not ended), and per project its members that do.
-func (s *State) competing() (map[structs.Scope]bool, map[structs.ProjectID]map[structs.UserID]bool) {
-	scopes := map[structs.Scope]bool{}
-	members := map[structs.ProjectID]map[structs.UserID]bool{}
-	for _, j := range s.Jobs {
-		if j.State.Ended() {
-			continue
-		}
-		scopes[j.ChargeScope()] = true
-		if j.Project != "" {
-			if members[j.Project] == nil {
-				members[j.Project] = map[structs.UserID]bool{}
-			}
-			members[j.Project][j.Owner] = true
-		}
-	}
-	return scopes, members
-}
-
 // Standings returns the fair-share standing of each of scopes among the
 // scopes that compete now, a scope that does not being counted among
 // them as if it did; usage as of now.
 func (s *State) Standings(now time.Time, scopes ...structs.Scope) map[structs.Scope]sched.Standing {
-	live, _ := s.competing()
+	live, _ := sched.Competing(s.Jobs)
 	base := sched.Standings(s.FairUsage.Scopes, s.Weight, live)
 	out := make(map[structs.Scope]sched.Standing, len(scopes))
 	for _, sc := range scopes {
@@ -190,7 +170,7 @@ func (s *State) QueuePlace(id structs.JobID, now time.Time) *sched.QueuePlace {
 	q := &sched.QueuePlace{Place: slices.Index(same, j) + 1, Of: len(same), Priority: j.Priority, Pool: home, Scope: j.ChargeScope()}
 	q.Standing = s.Standings(now, q.Scope)[q.Scope]
 	if j.Project != "" {
-		_, members := s.competing()
+		_, members := sched.Competing(s.Jobs)
 		m := sched.Standings(s.FairUsage.Members[j.Project], func(u structs.UserID) float64 { return s.Weight(structs.UserScope(u)) }, members[j.Project])[j.Owner]
 		m.Usage = s.FairUsage.AsOf(s.FairShare, m.Usage, now)
 		q.Member, q.MemberStanding = j.Owner, &m

@@ -240,11 +240,9 @@ type Standing struct {
 	Position float64 `json:"position"`
 }
 
-// Positions computes what ordering reads (Snapshot.FairShare) from the
-// usage: scopes compete while they have a job that has not ended, each
-// with its weight (weight: nil or 0 is 1); project members likewise
-// among their project's jobs, weighted by their user scope's weight.
-func Positions(u *Usage, weight func(structs.Scope) float64, jobs map[structs.JobID]*structs.Job, aging time.Duration) *FairShare {
+// Competing returns the scopes that compete for fair share now (those with
+// a job that has not ended), and per project its members that do.
+func Competing(jobs map[structs.JobID]*structs.Job) (map[structs.Scope]bool, map[structs.ProjectID]map[structs.UserID]bool) {
 	scopes := map[structs.Scope]bool{}
 	members := map[structs.ProjectID]map[structs.UserID]bool{}
 	for _, j := range jobs {
@@ -259,6 +257,15 @@ func Positions(u *Usage, weight func(structs.Scope) float64, jobs map[structs.Jo
 			members[j.Project][j.Owner] = true
 		}
 	}
+	return scopes, members
+}
+
+// Positions computes what ordering reads (Snapshot.FairShare) from the
+// usage: scopes compete while they have a job that has not ended, each
+// with its weight (weight: nil or 0 is 1); project members likewise
+// among their project's jobs, weighted by their user scope's weight.
+func Positions(u *Usage, weight func(structs.Scope) float64, jobs map[structs.JobID]*structs.Job, aging time.Duration) *FairShare {
+	scopes, members := Competing(jobs)
 	fs := &FairShare{Scopes: map[structs.Scope]float64{}, Aging: aging}
 	for s, st := range Standings(u.Scopes, weightOf(weight), scopes) {
 		if st.Position != 0 {
