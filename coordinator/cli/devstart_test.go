@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,4 +34,28 @@ func TestDevThatCannotStartLeavesNothing(t *testing.T) {
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
 	assert.Empty(t, left, "the data dir it made is gone")
+}
+
+// TestDevThatCannotStartLeavesNoDataDir: a --data-dir that dev made for a
+// run that failed to listen is removed again, its missing parents too;
+// one that was there stays.
+func TestDevThatCannotStartLeavesNoDataDir(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	there := t.TempDir()
+	for _, dir := range []string{filepath.Join(there, "new", "data"), there} {
+		app := App()
+		app.Writer, app.ErrWriter = io.Discard, io.Discard
+		err = app.RunContext(context.Background(), []string{"coordinator", "dev", "--http-addr", ln.Addr().String(), "--log-level", "error", "--data-dir", dir})
+		require.ErrorContains(t, err, "address already in use")
+	}
+	left, err := os.ReadDir(there)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	assert.NotContains(t, names, "new", "the data dir it made is gone, with the parent it made")
+	assert.DirExists(t, there, "the data dir that was there stays")
 }

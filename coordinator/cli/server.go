@@ -179,24 +179,29 @@ func devCommand() *cli.Command {
 		Usage: "run a single-server coordinator with the embedded local cluster: tasks run as local processes",
 		Flags: append(commonServerFlags(),
 			advertiseFlag("http:// URL tasks use to reach this coordinator, e.g. when --http-addr is 0.0.0.0:7070 (default: http://<http-addr>)")),
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
 			cfg, err := daemonConfig(c)
 			if err != nil {
 				return err
 			}
-			temp := ""
+			// made is the directory this run makes for its data: the
+			// temporary one, or the first of --data-dir's that was not
+			// there. The temporary one goes when dev exits, whether it
+			// started or not (its port taken): its tasks have stopped; a
+			// --data-dir made by a run that failed to start goes too.
+			temp, made, started := "", "", false
 			if cfg.Server.DataDir == "" {
 				dir, err := os.MkdirTemp("", "atom-dev-")
 				if err != nil {
 					return err
 				}
-				cfg.Server.DataDir, temp = dir, dir
+				cfg.Server.DataDir, temp, made = dir, dir, dir
+			} else {
+				made = firstMissing(cfg.Server.DataDir)
 			}
-			// The data dir dev makes itself goes when it exits, whether it
-			// started or not (its port taken): its tasks have stopped.
 			defer func() {
-				if temp != "" {
-					_ = os.RemoveAll(temp)
+				if made != "" && (temp != "" || (err != nil && !started)) {
+					_ = os.RemoveAll(made)
 				}
 			}()
 			if err := os.MkdirAll(cfg.Server.DataDir, 0o700); err != nil {
@@ -224,7 +229,6 @@ func devCommand() *cli.Command {
 			} else if cfg.Tokens, hello, err = devTokens(c, cfg.Server.DataDir); err != nil {
 				return err
 			}
-			started := false
 			err = runDaemon(c, cfg, func() { started = true; fmt.Fprint(c.App.Writer, hello) })
 			if temp != "" && started {
 				if rmErr := os.RemoveAll(temp); rmErr != nil {
@@ -232,10 +236,29 @@ func devCommand() *cli.Command {
 				} else {
 					fmt.Fprintf(c.App.Writer, "coordinator dev: removed its data in %s (give --data-dir to keep it)\n", temp)
 				}
-				temp = ""
+				made = ""
 			}
 			return err
 		},
+	}
+}
+
+// firstMissing returns the first directory of dir's path, dir included,
+// that does not exist (what MkdirAll would make first); "" if dir exists.
+func firstMissing(dir string) string {
+	dir = filepath.Clean(dir)
+	if _, err := os.Lstat(dir); err == nil {
+		return ""
+	}
+	for {
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return dir
+		}
+		if _, err := os.Lstat(parent); err == nil {
+			return dir
+		}
+		dir = parent
 	}
 }
 

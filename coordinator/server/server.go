@@ -27,7 +27,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -219,7 +218,11 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) openRaft() error {
 	cfg := s.cfg
 	rlog := newHCLogger(s.log.With("component", "raft"), "raft")
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	store, err := openStore(cfg.DataDir)
+	var inUse *DataDirInUseError
+	if errors.As(err, &inUse) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("open raft store: %w", err)
 	}
