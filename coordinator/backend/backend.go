@@ -2,13 +2,14 @@
 // run its tasks (local processes, Kubernetes Pods) say to each other:
 //
 //	leader ──Start(Launch)─────────▶ backend     a launch record: task, job, token,
-//	leader ──Stop(task, grace)─────▶ backend     the gang's tasks, the cluster
+//	                                             the gang's tasks, the cluster
+//	leader ──Stop(Halt)────────────▶ backend     a halt record: task, grace, the cluster
 //	leader ──Capabilities()────────▶ backend     adopting, volume claims
 //	backend ──Report(task, token, event)──▶ EventSink (the server, in process)
 //	backend ──Task(id), IsLeader, ...─────▶ Host (the server, in process)
 //
-// A backend gets from the Launch everything it needs of the state to
-// start a task, reports what it sees of its tasks to the EventSink, and
+// A backend gets from the Launch and the Halt everything it needs of the
+// state to start and stop a task, reports what it sees of its tasks to the EventSink, and
 // asks the Host the little its own loops need of the state (a sweep, a
 // log read), so it can be tested with a small fake instead of a server.
 package backend
@@ -30,7 +31,7 @@ import (
 // and Backends are safe for concurrent use.
 type Backend interface {
 	Start(l Launch) error
-	Stop(id structs.TaskID, grace time.Duration) error
+	Stop(h Halt) error
 	// Capabilities says what the backend does besides Start and Stop.
 	Capabilities() Capabilities
 }
@@ -47,6 +48,18 @@ type Launch struct {
 	// for a job that is no gang: the task is a gang of its own.
 	Gang      []structs.TaskID
 	GangWhole bool
+	// Cluster is the cluster of the task's node; nil when the node or the
+	// cluster is gone.
+	Cluster *structs.Cluster
+}
+
+// Halt is one task to stop, as the leader read it from the state.
+// Cluster is a shared, read-only state object.
+type Halt struct {
+	Task structs.TaskID
+	// Grace is how long the task has to end once told to (SIGTERM)
+	// before it is killed.
+	Grace time.Duration
 	// Cluster is the cluster of the task's node; nil when the node or the
 	// cluster is gone.
 	Cluster *structs.Cluster

@@ -71,32 +71,20 @@ type router struct {
 	kube  map[structs.ClusterID]*kube.Backend
 }
 
-// backendFor returns the backend of the cluster task id's node (or, for
-// Start, node) belongs to: its kubernetes backend, noKube for a
-// kubernetes cluster this server has no client for, else the local one.
-func (r *router) backendFor(node structs.NodeID, id structs.TaskID) backend.Backend {
-	var c structs.ClusterID
-	var isKube bool
+// backendFor returns the backend of the cluster task id's node belongs
+// to, as the state has it now (a log request names only a task): its
+// kubernetes backend, noKube for a kubernetes cluster this server has no
+// client for, else the local one.
+func (r *router) backendFor(id structs.TaskID) backend.Backend {
+	var c *structs.Cluster
 	r.srv.Read(func(s *state.State) {
-		if node == "" {
-			if t := s.Tasks[id]; t != nil {
-				node = t.Node
+		if t := s.Tasks[id]; t != nil {
+			if n := s.Nodes[t.Node]; n != nil {
+				c = s.Clusters[n.Cluster]
 			}
 		}
-		if n := s.Nodes[node]; n != nil {
-			c = n.Cluster
-		}
-		if cl := s.Clusters[c]; cl != nil {
-			isKube = cl.Backend == "kubernetes"
-		}
 	})
-	if b := r.kube[c]; b != nil {
-		return b
-	}
-	if isKube {
-		return noKube{cluster: c, server: r.srv.ID()}
-	}
-	return r.local
+	return r.backendIn(c)
 }
 
 // noKube is the backend of a kubernetes cluster that this server's
@@ -118,13 +106,13 @@ func (n noKube) Start(l backend.Launch) error { return n.err(l.Task.ID) }
 
 func (noKube) Capabilities() backend.Capabilities { return backend.Capabilities{} }
 
-func (n noKube) Stop(id structs.TaskID, _ time.Duration) error { return n.err(id) }
+func (n noKube) Stop(h backend.Halt) error { return n.err(h.Task) }
 
 // kubeLogs opens the container log of task id when it runs on a
 // kubernetes cluster: ok is false for a task of any other cluster (its
 // output is a local backend's file).
 func (r *router) kubeLogs(id structs.TaskID, follow bool) (rc io.ReadCloser, ok bool, err error) {
-	switch b := r.backendFor("", id).(type) {
+	switch b := r.backendFor(id).(type) {
 	case *kube.Backend:
 		rc, err = b.Logs(id, follow)
 		return rc, true, err
@@ -153,26 +141,27 @@ func (r *router) warnNoKube(log *slog.Logger) {
 	}
 }
 
-// backendOf returns the backend of launch l's cluster, as backendFor
-// does, without reading the state.
-func (r *router) backendOf(l backend.Launch) backend.Backend {
-	if l.Cluster == nil {
+// backendIn returns the backend of cluster c (nil: the task's node or
+// cluster is gone): its kubernetes backend, noKube for a kubernetes
+// cluster this server has no client for, else the local one. Start and
+// Stop take c from the leader's launch or halt record, without reading
+// the state.
+func (r *router) backendIn(c *structs.Cluster) backend.Backend {
+	if c == nil {
 		return r.local
 	}
-	if b := r.kube[l.Cluster.Name]; b != nil {
+	if b := r.kube[c.Name]; b != nil {
 		return b
 	}
-	if l.Cluster.Backend == "kubernetes" {
-		return noKube{cluster: l.Cluster.Name, server: r.srv.ID()}
+	if c.Backend == "kubernetes" {
+		return noKube{cluster: c.Name, server: r.srv.ID()}
 	}
 	return r.local
 }
 
-func (r *router) Start(l backend.Launch) error { return r.backendOf(l).Start(l) }
+func (r *router) Start(l backend.Launch) error { return r.backendIn(l.Cluster).Start(l) }
 
-func (r *router) Stop(id structs.TaskID, grace time.Duration) error {
-	return r.backendFor("", id).Stop(id, grace)
-}
+func (r *router) Stop(h backend.Halt) error { return r.backendIn(h.Cluster).Stop(h) }
 
 // Capabilities: a new leader starts the tasks another server placed on
 // a kubernetes cluster (Adopts): their Pods, named from the task, are
@@ -184,7 +173,7 @@ func (r *router) Stop(id structs.TaskID, grace time.Duration) error {
 func (r *router) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		Adopts: func(l backend.Launch) bool {
-			switch r.backendOf(l).(type) {
+			switch r.backendIn(l.Cluster).(type) {
 			case *kube.Backend, noKube:
 				return l.Task.Executor == ""
 			}

@@ -180,10 +180,11 @@ func (b *LocalBackend) Start(l backend.Launch) error {
 // server that placed it, which no other server sees.
 func (b *LocalBackend) Capabilities() backend.Capabilities { return backend.Capabilities{} }
 
-// Stop stops task id's process: SIGTERM to its first process (atom, or
-// the bare command), then SIGKILL to all of its processes after grace.
-func (b *LocalBackend) Stop(id structs.TaskID, grace time.Duration) error {
-	return b.run.Stop(string(id), grace)
+// Stop stops task h.Task's process: SIGTERM to its first process (atom,
+// or the bare command), then SIGKILL to all of its processes after
+// h.Grace.
+func (b *LocalBackend) Stop(h backend.Halt) error {
+	return b.run.Stop(string(h.Task), h.Grace)
 }
 
 // configsDir is where task id's mounted configs and secrets are.

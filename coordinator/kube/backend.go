@@ -5,7 +5,7 @@
 //
 //	server ──Start(launch)────────────▶ Pod (schedulerName atom; a gang's unbound, others bound)
 //	                                    once every Pod of the gang exists: Binding to each task's node
-//	server ──Stop(task, grace)────────▶ Pod's activeDeadlineSeconds 1: its kubelet stops it (grace), the Pod
+//	server ──Stop(halt)───────────────▶ Pod's activeDeadlineSeconds 1: its kubelet stops it (grace), the Pod
 //	                                    kept for its log; delete Pod (grace) if unbound or no atom runs in it
 //	atom in the Pod ──its bound token─▶ ReviewPodToken (TokenReview): the allocation token for it
 //	Pod informer ──phase changes──────▶ EventSink: Running, Succeeded/Failed (exit code), Lost (deleted or
@@ -375,7 +375,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	}
 }
 
-// Stop stops task id's Pod. One bound to its node and running atom
+// Stop stops task h.Task's Pod. One bound to its node and running atom
 // (not a Spark executor's, nor a Pod of a cluster where the backend
 // heartbeats for the Pods) is stopped where it is, so that its container
 // log is kept like any finished Pod's (KeepFinished): its
@@ -384,9 +384,10 @@ func (b *Backend) Capabilities() backend.Capabilities {
 // gets; SIGKILL after the Pod's terminationGracePeriodSeconds, the stop
 // grace) and ends the Pod Failed (reason DeadlineExceeded); one that has
 // not finished its grace and 10 s later is deleted (stopLate). Any other
-// is deleted with grace as its grace period (rounded up to whole
+// is deleted with h.Grace as its grace period (rounded up to whole
 // seconds). A Pod already gone is success.
-func (b *Backend) Stop(id structs.TaskID, grace time.Duration) error {
+func (b *Backend) Stop(h backend.Halt) error {
+	id, grace := h.Task, h.Grace
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b.mu.Lock()

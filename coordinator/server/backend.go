@@ -144,8 +144,12 @@ func (d *driver) drive(allocs []state.Alloc) {
 		l backend.Launch
 		k allocKey
 	}
+	type stop struct {
+		h backend.Halt
+		k allocKey
+	}
 	var starts []start
-	var stops []allocKey
+	var stops []stop
 	seen := make(map[allocKey]bool, len(ls.started)+len(ls.stopped))
 	s := d.s
 	now := s.now()
@@ -164,7 +168,7 @@ func (d *driver) drive(allocs []state.Alloc) {
 			// A preempted task's notice runs first: its atom sends
 			// SIGTERM when it ends, the backend only after.
 			if !ls.stopped[k] && !now.Before(t.NoticeUntil) {
-				stops = append(stops, k)
+				stops = append(stops, stop{k: k, h: backend.Halt{Task: t.ID, Grace: s.cfg.StopGrace, Cluster: a.Cluster}})
 			}
 		}
 	}
@@ -180,17 +184,17 @@ func (d *driver) drive(allocs []state.Alloc) {
 	}
 	d.forgetPlaced(seen)
 	slices.SortFunc(starts, func(a, b start) int { return cmp.Compare(a.k.id, b.k.id) })
-	slices.SortFunc(stops, func(a, b allocKey) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(stops, func(a, b stop) int { return cmp.Compare(a.k.id, b.k.id) })
 	stopped := onBackend(len(stops), func(i int) bool {
-		if err := b.Stop(stops[i].id, s.cfg.StopGrace); err != nil {
-			s.log.Warn("backend stop failed", "task", stops[i].id, "err", err)
+		if err := b.Stop(stops[i].h); err != nil {
+			s.log.Warn("backend stop failed", "task", stops[i].k.id, "err", err)
 			return false
 		}
 		return true
 	})
 	for i, ok := range stopped {
 		if ok {
-			ls.stopped[stops[i]] = true
+			ls.stopped[stops[i].k] = true
 		}
 	}
 	started := onBackend(len(starts), func(i int) bool {

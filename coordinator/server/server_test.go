@@ -375,6 +375,7 @@ type fakeBackend struct {
 	started  map[structs.TaskID]string // task -> token
 	stopped  map[structs.TaskID]time.Duration
 	launches []backend.Launch
+	halts    []backend.Halt
 }
 
 func (b *fakeBackend) Start(l backend.Launch) error {
@@ -396,11 +397,18 @@ func (b *fakeBackend) launched() []backend.Launch {
 
 func (b *fakeBackend) Capabilities() backend.Capabilities { return backend.Capabilities{} }
 
-func (b *fakeBackend) Stop(id structs.TaskID, grace time.Duration) error {
+func (b *fakeBackend) Stop(h backend.Halt) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.stopped[id] = grace
+	b.stopped[h.Task] = h.Grace
+	b.halts = append(b.halts, h)
 	return nil
+}
+
+func (b *fakeBackend) halted() []backend.Halt {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.halts)
 }
 
 func (b *fakeBackend) seen(id structs.TaskID) (token string, started bool, grace time.Duration, stopped bool) {
@@ -547,11 +555,12 @@ func TestRaftAdvertise(t *testing.T) {
 
 // A backend's Start gets the whole launch from the leader's read of the
 // state: the task, its job and token, a gang job's gang (whole while its
-// tasks are Scheduled or Running) and the cluster of the task's node; it
-// need not read the server's state.
+// tasks are Scheduled or Running) and the cluster of the task's node; its
+// Stop gets the task, the stop grace and the cluster as well. It need not
+// read the server's state.
 func TestLaunchRecord(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 1, nil)
+	c := newCluster(t, 1, func(cfg *server.Config) { cfg.StopGrace = 7 * time.Second })
 	b := &fakeBackend{started: map[structs.TaskID]string{}, stopped: map[structs.TaskID]time.Duration{}}
 	l := c.leader()
 	l.SetBackend(b)
@@ -587,4 +596,12 @@ func TestLaunchRecord(t *testing.T) {
 	members, whole := la.Members()
 	assert.Equal(t, []structs.TaskID{la.Task.ID}, members)
 	assert.True(t, whole)
+
+	c.apply(&state.JobCancel{ID: "a-1", Now: time.Now()})
+	require.Eventually(t, func() bool { return len(b.halted()) == 1 }, waitFor, tick, "the job never stopped")
+	h := b.halted()[0]
+	assert.Equal(t, la.Task.ID, h.Task)
+	assert.Equal(t, 7*time.Second, h.Grace)
+	require.NotNil(t, h.Cluster)
+	assert.Equal(t, structs.ClusterID("east"), h.Cluster.Name)
 }

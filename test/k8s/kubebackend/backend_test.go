@@ -273,7 +273,7 @@ func TestBackend(t *testing.T) {
 
 	t.Run("stop", func(t *testing.T) {
 		id := tasks[0].ID
-		require.NoError(t, b.Stop(id, 3*time.Second))
+		require.NoError(t, b.Stop(backend.Halt{Task: id, Grace: 3 * time.Second}))
 		require.Eventually(t, func() bool {
 			_, err := c.Admin.CoreV1().Pods(ns).Get(ctx, kube.PodName(id), metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
@@ -284,7 +284,7 @@ func TestBackend(t *testing.T) {
 			assert.False(t, e.Task == id && e.State == structs.TaskLost, "a stopped task is not lost")
 		}
 		// Stopping it again, its Pod gone, is success.
-		require.NoError(t, b.Stop(id, time.Second))
+		require.NoError(t, b.Stop(backend.Halt{Task: id, Grace: time.Second}))
 	})
 
 	t.Run("deleted-by-hand", func(t *testing.T) {
@@ -338,7 +338,7 @@ func TestBackend(t *testing.T) {
 		assert.NotContains(t, env(t, pp.Spec.Containers[0], cb.LaunchEnv(&pt, &plain)), "ATOM_CACHE_REDIS")
 		assert.Nil(t, pp.Spec.Containers[0].SecurityContext)
 		for _, id := range []structs.TaskID{ct.ID, pt.ID} {
-			require.NoError(t, cb.Stop(id, time.Second))
+			require.NoError(t, cb.Stop(backend.Halt{Task: id, Grace: time.Second}))
 		}
 	})
 

@@ -120,9 +120,7 @@ func (b crashBeforeBind) Start(l backend.Launch) error {
 
 func (crashBeforeBind) Capabilities() backend.Capabilities { return backend.Capabilities{} }
 
-func (b crashBeforeBind) Stop(id structs.TaskID, grace time.Duration) error {
-	return b.kb.Stop(id, grace)
-}
+func (b crashBeforeBind) Stop(h backend.Halt) error { return b.kb.Stop(h) }
 
 type discard struct{}
 
