@@ -221,14 +221,23 @@ func devCommand() *cli.Command {
 					return err
 				}
 			}
-			var hello string
+			// The banner says where the state is, and whether it outlives
+			// this run, before the export line: a Ctrl-C on a temporary
+			// one deletes every job.
+			hello := fmt.Sprintf("coordinator dev: data in %s\n", cfg.Server.DataDir)
+			if temp != "" {
+				hello = fmt.Sprintf("coordinator dev: data in %s is temporary: deleted with its jobs when dev exits (--data-dir DIR keeps it)\n", temp)
+				cfg.TempData = true
+			}
+			var exports string
 			if path := c.String("tokens"); path != "" {
 				if cfg.Tokens, err = api.LoadTokens(path); err != nil {
 					return err
 				}
-			} else if cfg.Tokens, hello, err = devTokens(c, cfg.Server.DataDir); err != nil {
+			} else if cfg.Tokens, exports, err = devTokens(c, cfg.Server.DataDir); err != nil {
 				return err
 			}
+			hello += exports
 			err = runDaemon(c, cfg, func() { started = true; fmt.Fprint(c.App.Writer, hello) })
 			if temp != "" && started {
 				if rmErr := os.RemoveAll(temp); rmErr != nil {
@@ -263,8 +272,8 @@ func firstMissing(dir string) string {
 }
 
 // devTokens makes (or reuses) DataDir/tokens.yaml with an admin user "dev"
-// and returns what tells the user how to use it, printed once the server
-// has started (not before a start that fails).
+// and returns the export line that tells the user how to use it, printed
+// once the server has started (not before a start that fails).
 func devTokens(c *cli.Context, dir string) (api.TokenFile, string, error) {
 	path := filepath.Join(dir, "tokens.yaml")
 	if _, err := os.Stat(path); err != nil {
@@ -284,7 +293,7 @@ func devTokens(c *cli.Context, dir string) (api.TokenFile, string, error) {
 	hello := ""
 	for _, u := range f.Users {
 		if u.Name == "dev" {
-			hello = fmt.Sprintf("coordinator dev: data in %s\n  export %s=http://%s %s=%s\n", dir, EnvAddr, c.String("http-addr"), EnvToken, u.Token)
+			hello = fmt.Sprintf("  export %s=http://%s %s=%s\n", EnvAddr, c.String("http-addr"), EnvToken, u.Token)
 		}
 	}
 	return f, hello, nil

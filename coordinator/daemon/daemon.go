@@ -59,6 +59,9 @@ type Config struct {
 	// Cluster, if set, is applied once a leader exists: clusters, pools,
 	// nodes and quotas (upserts, so applying it again changes nothing).
 	Cluster *structs.ClusterConfig
+	// TempData: Server.DataDir goes when this process exits (coordinator
+	// dev without --data-dir), and the jobs with it.
+	TempData bool
 	// WorkDir holds the local backend's task directories; default
 	// DataDir/work.
 	WorkDir string
@@ -114,6 +117,8 @@ type Daemon struct {
 	done    chan struct{}
 	seeded  chan struct{} // closed once the cluster config this server seeds is in
 	log     *slog.Logger
+	// tempData: the data dir, jobs and all, goes when the process exits.
+	tempData bool
 }
 
 // Start brings a coordinator up and returns once it serves HTTP.
@@ -241,7 +246,7 @@ func Start(cfg Config) (*Daemon, error) {
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cmp.Or(cfg.HTTPReadTimeout, time.Minute), IdleTimeout: cmp.Or(cfg.HTTPIdleTimeout, 2*time.Minute),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)} // TLS handshake failures, among others
-	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, fw: fw, kube: closeKube, cancel: cancel, done: make(chan struct{}), seeded: make(chan struct{}), log: log}
+	d := &Daemon{Server: srv, URL: url, httpSrv: hs, backend: lb, fw: fw, kube: closeKube, cancel: cancel, done: make(chan struct{}), seeded: make(chan struct{}), log: log, tempData: cfg.TempData}
 	go func() {
 		defer close(d.done)
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -328,6 +333,10 @@ func (d *Daemon) stopLocalTasks() {
 	defer cancel()
 	if _, err := d.fw.Apply(ctx, &state.TaskUpdate{Events: evs}); err != nil {
 		d.log.Warn("could not requeue the tasks this server stops as it shuts down: their ends are reported as they come", "tasks", len(evs), "err", err)
+		return
+	}
+	if d.tempData {
+		d.log.Info("stopped the work this server ran: its jobs are deleted with the temporary data dir (--data-dir keeps them)", "tasks", len(evs))
 		return
 	}
 	d.log.Info("requeued the work this server ran: it runs again when a coordinator schedules", "tasks", len(evs))

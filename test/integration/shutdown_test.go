@@ -155,6 +155,11 @@ func TestDevInterruptStopsTasksAtOnce(t *testing.T) {
 		"atom ended on the SIGTERM, with its job's status")
 	assert.NotContains(t, log, "signal=KILL")
 	assert.Regexp(t, `coordinator dev: removed its data in `+regexp.QuoteMeta(tmp)+`/atom-dev-\d+ \(give --data-dir to keep it\)`, log)
+	// It said so at start, and its shutdown did not promise the jobs a
+	// future.
+	assert.Regexp(t, `coordinator dev: data in `+regexp.QuoteMeta(tmp)+`/atom-dev-\d+ is temporary: deleted with its jobs when dev exits \(--data-dir DIR keeps it\)\n`, log)
+	assert.Contains(t, log, `msg="stopped the work this server ran: its jobs are deleted with the temporary data dir (--data-dir keeps them)" tasks=1`)
+	assert.NotContains(t, log, "runs again")
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
 	assert.Empty(t, left, "dev leaves nothing in the temporary directory")
@@ -184,6 +189,8 @@ func TestDevInterruptRequeues(t *testing.T) {
 
 	dev.interrupt(t)
 	assert.NotContains(t, dev.out.String(), "signal=KILL")
+	assert.Contains(t, dev.out.String(), "coordinator dev: data in "+data+"\n")
+	assert.Contains(t, dev.out.String(), `msg="requeued the work this server ran: it runs again when a coordinator schedules" tasks=2`)
 	assert.Zero(t, processes(t, marker))
 
 	dev = startDev(t, tmp, "--data-dir", data)
