@@ -135,3 +135,7 @@ type Host interface {
 // ErrClosed is a Start refused because the backend has stopped its
 // tasks: the server is shutting down (not worth a warning).
 var ErrClosed = errors.New("backend closed: the server is shutting down")
+
+// ErrTaskEnded: a report for a task that has ended (it may have been
+// declared Lost); the backend should stop what still runs for it.
+var ErrTaskEnded = errors.New("task has ended")

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -85,7 +85,7 @@ func (b *Backend) note(id structs.TaskID, p *corev1.Pod, ev structs.TaskEvent, o
 		b.mu.Unlock()
 		if !skip {
 			err := b.report(id, ev)
-			if errors.Is(err, server.ErrTaskEnded) {
+			if errors.Is(err, backend.ErrTaskEnded) {
 				// atom reported the end itself, just before it exited
 				// (or the task was declared lost): nothing to add.
 				b.log.Debug("task report after its end", "task", id, "pod", p.Name, "err", err)

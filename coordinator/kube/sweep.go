@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -119,7 +119,7 @@ func (b *Backend) nodeLost(ctx context.Context, id structs.TaskID, p *corev1.Pod
 	if !ended(last) {
 		msg := fmt.Sprintf("node %s has not been Ready for %s", p.Spec.NodeName, d.Round(time.Second))
 		err := b.report(id, structs.TaskEvent{State: structs.TaskLost, Message: msg})
-		if errors.Is(err, server.ErrTaskEnded) {
+		if errors.Is(err, backend.ErrTaskEnded) {
 			b.log.Debug("task report after its end", "task", id, "pod", p.Name, "err", err)
 		} else if err != nil {
 			b.log.Warn("task report failed", "task", id, "pod", p.Name, "err", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/coordinator/backend"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -21,8 +22,9 @@ var (
 	// allocation token (the two are not told apart).
 	ErrBadToken = errors.New("invalid allocation token")
 	// ErrTaskEnded: the task has ended (it may have been declared Lost);
-	// its agent should stop it.
-	ErrTaskEnded = errors.New("task has ended")
+	// its agent should stop it. The backends' error, so they need not
+	// import the server.
+	ErrTaskEnded = backend.ErrTaskEnded
 )
 
 // Heartbeat records that task taskID is alive and what its agent reports.
