@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/coordinator/backend"
+	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
