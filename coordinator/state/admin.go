@@ -1,7 +1,11 @@
 package state
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -133,7 +137,8 @@ func (c *PoolRemove) apply(s *State) (any, error) {
 
 // QuotaSet replaces a scope's limits and its fair-share weight (0: the
 // default, 1). Limits below current usage are allowed (running work is
-// not evicted; new submissions are refused).
+// not evicted; new submissions are refused). A gpu/<type> or
+// device/<type> key must name a type some node has.
 type QuotaSet struct {
 	Quota *structs.Quota `json:"quota"`
 }
@@ -152,6 +157,9 @@ func (c *QuotaSet) apply(s *State) (any, error) {
 		if v < 0 {
 			return nil, invalidf("quota %s: limits[%s] %d is not allowed: use 0 or more", q.Scope, k, v)
 		}
+		if err := s.knownKey(k); err != nil {
+			return nil, invalidf("quota %s: limits[%s]: %w", q.Scope, k, err)
+		}
 	}
 	if w := q.Weight; w < 0 || w > structs.MaxWeight || w != w {
 		return nil, invalidf("quota %s: weight %g is not allowed: use a number above 0 and at most %g (default 1)", q.Scope, w, structs.MaxWeight)
@@ -166,6 +174,43 @@ func (c *QuotaSet) apply(s *State) (any, error) {
 		s.Weights[q.Scope] = q.Weight
 	}
 	return nil, nil
+}
+
+// knownKey refuses a gpu/<type> or device/<type> key that no node has,
+// as a job asking for it is refused: such a limit would count for
+// nothing. It names the types nodes have, and the one differing only in
+// case when there is one.
+func (s *State) knownKey(k structs.ResourceKey) error {
+	kind, t, ok := strings.Cut(string(k), "/")
+	if !ok {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, n := range s.Nodes {
+		switch {
+		case kind == "gpu" && n.Capacity.Accels > 0 && n.Capacity.AccelType != "":
+			have[n.Capacity.AccelType] = true
+		case kind == "device":
+			for d := range n.Capacity.Devices {
+				have[d] = true
+			}
+		}
+	}
+	if have[t] {
+		return nil
+	}
+	what := map[string]string{"gpu": "accelerator", "device": "device"}[kind]
+	names := slices.Sorted(maps.Keys(have))
+	if len(names) == 0 {
+		return fmt.Errorf("unknown %s type %q: this cluster has no %ss", what, t, what)
+	}
+	msg := fmt.Sprintf("unknown %s type %q: this cluster has %s", what, t, strings.Join(names, ", "))
+	for _, n := range names {
+		if strings.EqualFold(n, t) {
+			return fmt.Errorf("%s; did you mean %s/%s?", msg, kind, n)
+		}
+	}
+	return errors.New(msg)
 }
 
 // ClusterUpsert adds or replaces a cluster.
