@@ -26,7 +26,11 @@ func jobCommand() *cli.Command {
 				UsageText: "coordinator job submit -f FILE [--wait] [--request-id ID]",
 				Description: "Submits the job in FILE (see README.md, \"Jobs\"). A retry with the same --request-id\n" +
 					"returns the job the first try created; without one, a random ID is used for this\n" +
-					"command's own retries. --wait follows the job until it runs or ends.\n" +
+					"command's own retries. --wait follows the job until it runs or ends, riding out a\n" +
+					"coordinator that cannot be reached for a while (a restart; said once on stderr).\n" +
+					"Exit status: 0 submitted (with --wait: the job runs or succeeded); 1 refused, or\n" +
+					"(--wait) the job failed or was cancelled; 2 a usage error; 4 the coordinator could\n" +
+					"not be reached to submit (retry with the --request-id it prints).\n" +
 					"A job's name is unique among your (or its project's) jobs that have not ended: another\n" +
 					"job of that name is refused, naming the one that holds it; once that one ends the name\n" +
 					"is free again. Each job's ID (its name and a random suffix) is never reused.",
@@ -105,7 +109,16 @@ func jobSubmit(c *cli.Context) error {
 		return err
 	}
 	cl := newClient(c)
-	sub, err := cl.SubmitJob(c.Context, spec, c.String("request-id"))
+	// The request ID is chosen here, so that a submission that could
+	// not be told whether it landed can be retried with it.
+	reqID := c.String("request-id")
+	if reqID == "" {
+		reqID = client.NewRequestID()
+	}
+	sub, err := cl.SubmitJob(c.Context, spec, reqID)
+	if err != nil && unreachable(err) && c.Context.Err() == nil {
+		return unreachableExit(cl, fmt.Sprintf("submit %s (retry with --request-id %s)", c.String("file"), reqID), err)
+	}
 	if err != nil {
 		return fmt.Errorf("submit %s: %w", c.String("file"), err)
 	}
@@ -151,12 +164,13 @@ func printSubmitted(w io.Writer, sub *wire.SubmitResponse) {
 // state change when print is set.
 func waitJob(c *cli.Context, cl *client.Client, id structs.JobID, print bool) (*wire.JobStatus, error) {
 	interval := c.Duration("interval")
+	poll := &jobPoller{c: c, cl: cl, id: id, interval: interval}
 	var last structs.JobState
 	var lastReason, lastWhy string
 	for {
-		js, err := cl.Job(c.Context, id)
+		js, err := poll.get()
 		if err != nil {
-			return nil, fmt.Errorf("wait for job %s: %w", id, err)
+			return nil, err
 		}
 		j := js.Job
 		if print && (j.State != last || j.Reason != lastReason) {

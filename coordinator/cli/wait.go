@@ -15,6 +15,7 @@ import (
 const (
 	exitEndedOtherwise = 1 // the job ended without reaching the condition
 	exitTimedOut       = 3 // --timeout passed first
+	// exitUnreachable (4): the coordinator could not be reached
 )
 
 func jobWaitCommand() *cli.Command {
@@ -26,9 +27,12 @@ func jobWaitCommand() *cli.Command {
 			"  --for running   the job runs (every replica it starts with is running), or has\n" +
 			"                  already succeeded\n" +
 			"  --for complete  the job succeeded (a service never does: wait for running)\n" +
+			"While the coordinator cannot be reached (a restart), the wait goes on, saying so\n" +
+			"once on stderr, until it answers again or --timeout passes.\n" +
 			"Exit status: 0 the condition holds; 1 the job ended without it (failed or\n" +
 			"cancelled; the reason is printed) or the coordinator answered an error (no such\n" +
-			"job); 2 a usage error; 3 --timeout passed first (default: no limit).",
+			"job); 2 a usage error; 3 --timeout passed first (default: no limit); 4 the\n" +
+			"coordinator could not be reached when --timeout passed.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "for", Required: true, Usage: "running or complete"},
 			&cli.DurationFlag{Name: "timeout", Usage: "give up after this long, exit status 3 (default: wait for ever)"},
@@ -68,10 +72,11 @@ func jobWait(c *cli.Context) error {
 	}
 	cl := newClient(c)
 	id := structs.JobID(a[0])
+	poll := &jobPoller{c: c, cl: cl, id: id, interval: c.Duration("interval"), deadline: deadline}
 	for {
-		js, err := cl.Job(c.Context, id)
+		js, err := poll.get()
 		if err != nil {
-			return fmt.Errorf("wait for job %s: %w", id, err)
+			return err
 		}
 		j := js.Job
 		if cond == "complete" && j.Kind == structs.KindService {

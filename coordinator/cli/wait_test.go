@@ -1,7 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,4 +85,35 @@ func TestJobWait(t *testing.T) {
 	out, code = wait("-o", "json", "--for", "complete", "batch-00001")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, `"state": "Succeeded"`)
+}
+
+// A coordinator that cannot be reached is not a job that failed: job wait
+// says so once on stderr, goes on trying until --timeout, and exits 4;
+// job submit exits 4 too, naming the request ID to retry with.
+func TestWaitUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	cli := func(args ...string) (string, string, int) {
+		var out, errOut bytes.Buffer
+		app := App()
+		app.Writer, app.ErrWriter = &out, &errOut
+		err := app.RunContext(context.Background(), append([]string{"coordinator", "--addr", addr, "--token", "t"}, args...))
+		if err != nil {
+			errOut.WriteString(err.Error())
+		}
+		return out.String(), errOut.String(), ExitCode(err)
+	}
+	start := time.Now()
+	_, stderr, code := cli("job", "wait", "--interval", "10ms", "--for", "complete", "--timeout", "300ms", "batch-00001")
+	assert.Equal(t, exitUnreachable, code, stderr)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "it tried until --timeout")
+	assert.Equal(t, 1, strings.Count(stderr, "coordinator: cannot reach the coordinator at "+addr), "said once: %s", stderr)
+	assert.Contains(t, stderr, "still waiting for job batch-00001, until it answers\n")
+	assert.Contains(t, stderr, "wait for job batch-00001: could not reach the coordinator at "+addr+": ")
+
+	_, stderr, code = cli("--timeout", "300ms", "job", "submit", "--request-id", "r-1", "-f", file(t, `{kind: command, command: [true], name: batch, resources: {cpu: "1", memory: 1Gi}}`))
+	assert.Equal(t, exitUnreachable, code, stderr)
+	assert.Contains(t, stderr, "(retry with --request-id r-1): could not reach the coordinator at "+addr+": ")
 }

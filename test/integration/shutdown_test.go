@@ -82,9 +82,15 @@ type devProc struct {
 // args added (--data-dir ...), and waits until it serves.
 func startDev(t *testing.T, tmp string, args ...string) *devProc {
 	t.Helper()
+	return startDevAt(t, freePort(t), tmp, args...)
+}
+
+// startDevAt is startDev with the API at addr.
+func startDevAt(t *testing.T, addr, tmp string, args ...string) *devProc {
+	t.Helper()
 	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
 	require.NoError(t, os.WriteFile(tokens, []byte("users:\n  - {name: dev, token: "+token+", admin: true}\n"), 0o600))
-	d := &devProc{addr: freePort(t), out: &strings.Builder{}, exited: make(chan error, 1)}
+	d := &devProc{addr: addr, out: &strings.Builder{}, exited: make(chan error, 1)}
 	d.cmd = exec.Command(filepath.Join(binDir, "coordinator"), append([]string{"dev", "--http-addr", d.addr, "--tokens", tokens, "--heartbeat-ttl", "3s"}, args...)...)
 	d.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
