@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/pkg/wire"
 )
@@ -70,8 +71,14 @@ func clusterCommand() *cli.Command {
 		Usage: "manage clusters",
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "list the clusters", Flags: []cli.Flag{outputFlag()}, Action: clusterList},
+			{Name: "get", Usage: "show a cluster; -o yaml writes a cluster spec that cluster set takes back", UsageText: "coordinator cluster get NAME",
+				Flags: []cli.Flag{outputFlag()}, Action: clusterGet},
 			{Name: "set", Usage: "add or replace a cluster from a cluster spec (admins)", UsageText: "coordinator cluster set -f FILE",
-				Flags: []cli.Flag{fileFlag("the cluster spec (name, backend, redis)"), outputFlag()}, Action: clusterSet},
+				Description: "The spec replaces the whole cluster: a field left out is removed (topology levels, redis,\n" +
+					"the kubernetes settings). To change one field, start from the cluster as it is:\n" +
+					"   coordinator cluster get -o yaml NAME > c.yaml; edit c.yaml; coordinator cluster set -f c.yaml\n" +
+					"It says what it changed, such as: cluster local set: topology levels rack removed; redis added.",
+				Flags: []cli.Flag{fileFlag("the cluster spec (name, backend, redis, topology, ...)"), outputFlag()}, Action: clusterSet},
 		},
 	}
 }
@@ -378,31 +385,45 @@ func clusterList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return show(c, wire.ClusterList{Clusters: clusters}, func(w io.Writer) {
-		if len(clusters) == 0 {
-			fmt.Fprintln(w, "no clusters")
-			return
+	return show(c, wire.ClusterList{Clusters: clusters}, func(w io.Writer) { printClusters(w, clusters) })
+}
+
+func clusterGet(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(c).Cluster(c.Context, structs.ClusterID(a[0]))
+	if err != nil {
+		return err
+	}
+	return show(c, cl, func(w io.Writer) { printClusters(w, []*structs.Cluster{cl}) })
+}
+
+func printClusters(w io.Writer, clusters []*structs.Cluster) {
+	if len(clusters) == 0 {
+		fmt.Fprintln(w, "no clusters")
+		return
+	}
+	topo := slices.ContainsFunc(clusters, func(c *structs.Cluster) bool { return c.Topology != nil })
+	tw := tab(w)
+	if topo {
+		row(tw, "NAME", "BACKEND", "REDIS", "TOPOLOGY")
+	} else {
+		row(tw, "NAME", "BACKEND", "REDIS")
+	}
+	for _, cl := range clusters {
+		if !topo {
+			row(tw, cl.Name, cl.Backend, cl.Redis)
+			continue
 		}
-		topo := slices.ContainsFunc(clusters, func(c *structs.Cluster) bool { return c.Topology != nil })
-		tw := tab(w)
-		if topo {
-			row(tw, "NAME", "BACKEND", "REDIS", "TOPOLOGY")
-		} else {
-			row(tw, "NAME", "BACKEND", "REDIS")
+		var levels []string
+		if cl.Topology != nil {
+			levels = cl.Topology.Levels
 		}
-		for _, cl := range clusters {
-			if !topo {
-				row(tw, cl.Name, cl.Backend, cl.Redis)
-				continue
-			}
-			var levels []string
-			if cl.Topology != nil {
-				levels = cl.Topology.Levels
-			}
-			row(tw, cl.Name, cl.Backend, cl.Redis, strings.Join(levels, ","))
-		}
-		tw.Flush()
-	})
+		row(tw, cl.Name, cl.Backend, cl.Redis, strings.Join(levels, ","))
+	}
+	tw.Flush()
 }
 
 func clusterSet(c *cli.Context) error {
@@ -413,9 +434,100 @@ func clusterSet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := newClient(c).SetCluster(c.Context, spec)
+	api := newClient(c)
+	var named struct {
+		Name structs.ClusterID `json:"name"`
+	}
+	var before *structs.Cluster
+	if yaml.Unmarshal(spec, &named) == nil && named.Name != "" {
+		before, err = api.Cluster(c.Context, named.Name)
+		if err != nil && !errors.Is(err, client.ErrNotFound) {
+			return err
+		}
+	}
+	cl, err := api.SetCluster(c.Context, spec)
 	if err != nil {
 		return err
 	}
-	return show(c, cl, func(w io.Writer) { fmt.Fprintf(w, "cluster %s set\n", cl.Name) })
+	said := clusterChanges(before, cl)
+	if f, _ := format(c); f != formatTable {
+		fmt.Fprintln(c.App.ErrWriter, said)
+	}
+	return show(c, cl, func(w io.Writer) { fmt.Fprintln(w, said) })
+}
+
+// clusterChanges says what setting a cluster changed: a spec replaces
+// the whole cluster, so a field left out of it is removed.
+func clusterChanges(old, cl *structs.Cluster) string {
+	if old == nil {
+		return fmt.Sprintf("cluster %s added", cl.Name)
+	}
+	var out []string
+	levels := func(c *structs.Cluster) []string {
+		if c.Topology == nil {
+			return nil
+		}
+		return c.Topology.Levels
+	}
+	ol, nl := levels(old), levels(cl)
+	var gone, added []string
+	for _, l := range ol {
+		if !slices.Contains(nl, l) {
+			gone = append(gone, l)
+		}
+	}
+	for _, l := range nl {
+		if !slices.Contains(ol, l) {
+			added = append(added, l)
+		}
+	}
+	switch {
+	case len(gone) > 0 || len(added) > 0:
+		var said []string
+		if len(gone) > 0 {
+			said = append(said, strings.Join(gone, ", ")+" removed")
+		}
+		if len(added) > 0 {
+			said = append(said, strings.Join(added, ", ")+" added")
+		}
+		out = append(out, "topology levels "+strings.Join(said, ", "))
+	case !slices.Equal(ol, nl):
+		out = append(out, "topology levels now "+strings.Join(nl, ", "))
+	}
+	field := func(name, was, is string) {
+		switch {
+		case was == is:
+		case was == "":
+			out = append(out, name+" added")
+		case is == "":
+			out = append(out, name+" removed (was "+was+")")
+		default:
+			out = append(out, name+" changed from "+was+" to "+is)
+		}
+	}
+	field("backend", old.Backend, cl.Backend)
+	field("redis", old.Redis, cl.Redis)
+	field("kubeconfig", old.Kubeconfig, cl.Kubeconfig)
+	field("namespace", old.Namespace, cl.Namespace)
+	field("image", old.Image, cl.Image)
+	field("serviceAccount", old.ServiceAccount, cl.ServiceAccount)
+	num := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
+	}
+	field("qps", num(old.QPS), num(cl.QPS))
+	field("burst", num(old.Burst), num(cl.Burst))
+	on := func(b bool) string {
+		if b {
+			return "true"
+		}
+		return ""
+	}
+	field("heartbeatPods", on(old.HeartbeatPods), on(cl.HeartbeatPods))
+	if len(out) == 0 {
+		return fmt.Sprintf("cluster %s set: nothing changed", cl.Name)
+	}
+	return fmt.Sprintf("cluster %s set: %s", cl.Name, strings.Join(out, "; "))
 }

@@ -65,6 +65,6 @@ func TestTopologyCommands(t *testing.T) {
 	assert.Contains(t, err.Error(), `topology.preferred: unknown topology level "block": cluster local has levels topology.kubernetes.io/zone, rack (an admin sets them under topology.levels in the cluster spec)`)
 
 	// An admin gives the cluster a block level: now it may be asked for.
-	assert.Equal(t, "cluster local set\n", must(t, e, "admin", "cluster", "set", "-f", file(t, "name: local\ntopology: {levels: [block, rack]}\n")))
+	assert.Equal(t, "cluster local set: topology levels topology.kubernetes.io/zone removed, block added\n", must(t, e, "admin", "cluster", "set", "-f", file(t, "name: local\ntopology: {levels: [block, rack]}\n")))
 	must(t, e, "u1", "job", "submit", "-f", file(t, fmt.Sprintf(gang, "c", 1, "preferred", "block")))
 }

@@ -275,7 +275,10 @@ func (s *State) cacheExists(j *structs.Job) error {
 		}
 		without = append(without, string(id))
 	}
-	where := "no cluster is declared"
+	where, name := "no cluster is declared", "NAME"
+	if len(without) == 1 {
+		name = without[0]
+	}
 	if len(without) > 0 {
 		where = "cluster " + strings.Join(without, ", ") + " has none"
 		if len(without) > 1 {
@@ -283,7 +286,8 @@ func (s *State) cacheExists(j *structs.Job) error {
 		}
 	}
 	return fmt.Errorf("cache: no cluster this job may use has a dataset cache (%s: no redis in the cluster config), so it %w: "+
-		"an admin gives a cluster its Redis (coordinator cluster set, redis: HOST:PORT), or leave out cache", where, sched.ErrUnsatisfiable)
+		"an admin gives a cluster its Redis (coordinator cluster get -o yaml %s > c.yaml, add redis: HOST:PORT, coordinator cluster set -f c.yaml), "+
+		"or leave out cache", where, sched.ErrUnsatisfiable, name)
 }
 
 // executorFits refuses a spark job whose executor no node could ever

@@ -181,7 +181,7 @@ func TestCacheJobNeedsAClusterWithACache(t *testing.T) {
 	_, err := l.do(&state.JobSubmit{Job: pinned, Now: t0})
 	require.ErrorIs(t, err, sched.ErrUnsatisfiable)
 	assert.EqualError(t, err, "cache: no cluster this job may use has a dataset cache (cluster c has none: no redis in the cluster config), so it can never fit: "+
-		"an admin gives a cluster its Redis (coordinator cluster set, redis: HOST:PORT), or leave out cache")
+		"an admin gives a cluster its Redis (coordinator cluster get -o yaml c > c.yaml, add redis: HOST:PORT, coordinator cluster set -f c.yaml), or leave out cache")
 	assert.Empty(t, l.s.Jobs, "nothing was made")
 
 	anywhere := dataJob("a-1", st.NewJob("a", "u1").Low().CPU(1, 1))
