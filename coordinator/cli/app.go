@@ -145,7 +145,31 @@ func args(c *cli.Context, names ...string) ([]string, error) {
 		}
 		return nil, usagef("usage: %s", usage(c, names))
 	}
-	return c.Args().Slice(), nil
+	a := c.Args().Slice()
+	for i, n := range names {
+		if err := nonEmpty(c, usage(c, names), n, a[i]); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// nonEmpty refuses an empty argument, such as an unset "$ID", naming it:
+// sent on, it would name no object and get a puzzling answer.
+func nonEmpty(c *cli.Context, usage, name, val string) error {
+	if strings.TrimSpace(val) != "" {
+		return nil
+	}
+	return usagef("usage: %s: %s is empty: give one (an unset shell variable, such as \"$%s\", gives an empty argument)", usage, name, argVar(name))
+}
+
+// argVar is the shell variable an argument is likely held in: ID for ID,
+// NAME for NAME, else ARG.
+func argVar(name string) string {
+	if strings.Trim(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+		return name
+	}
+	return "ARG"
 }
 
 // flagsFirst is the command line c was meant as: the flags given after

@@ -73,6 +73,9 @@ func parseConfigArgs(c *cli.Context) (configArgs, error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return a, usagef("usage: %s NAME", c.Command.HelpName)
 	}
+	if err := nonEmpty(c, c.Command.HelpName+" NAME", "NAME", args[0]); err != nil {
+		return a, err
+	}
 	a.name = args[0]
 	fs := flag.NewFlagSet(c.Command.HelpName, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -41,6 +41,9 @@ func nameAndFlags(c *cli.Context, flags ...string) (string, map[string]string, e
 	if len(a) == 0 || strings.HasPrefix(a[0], "-") {
 		return "", nil, usagef("usage: %s NAME", c.Command.HelpName)
 	}
+	if err := nonEmpty(c, c.Command.HelpName+" NAME", "NAME", a[0]); err != nil {
+		return "", nil, err
+	}
 	fs := flag.NewFlagSet(c.Command.HelpName, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	ptrs := map[string]*string{}
