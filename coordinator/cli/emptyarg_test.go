@@ -12,8 +12,9 @@ import (
 
 // An empty argument, as an unset "$ID" gives, is a usage error naming
 // the argument, for every command taking one, before any request: sent
-// on, it named no object and got a puzzling answer (job why '' said
-// "job why not found", job cancel '' "method POST is not allowed").
+// on, it named no object and got a puzzling answer (job why with an
+// empty ID said "job why not found", job cancel "method POST is not
+// allowed").
 func TestEmptyArgumentRefused(t *testing.T) {
 	e := apitest.NewEnv(t, "")
 	for _, line := range []string{
