@@ -290,6 +290,9 @@ func (rs *ResourcesSpec) convert(field string, n int64) (Resources, error) {
 		if r.Memory, err = unitValue(field+".memory", rs.Memory, 1, "bytes"); err != nil {
 			return r, err
 		}
+		if err := memoryFloor(field+".memory", rs.Memory, r.Memory); err != nil {
+			return r, err
+		}
 		if err := noOverflow(field+".memory", rs.Memory, r.Memory, n); err != nil {
 			return r, err
 		}

@@ -324,8 +324,8 @@ func TestFallbackScalesCPUAndMemory(t *testing.T) {
 		want: []Shape{{Replicas: 4, Resources: r(12000, 128*gi, "A100", 2)}, {Replicas: 1, Resources: r(48000, 512*gi, "H800", 8)}},
 	}, {
 		name: "scaling rounds up to whole millicores and bytes",
-		spec: "kind: command\nname: x\nresources: {cpu: 1, memory: 1000, accelerators: {count: 3}}\nfallbacks: [{accelerators: {count: 1}}, {replicas: 3, accelerators: {count: 1}}]",
-		want: []Shape{{Replicas: 1, Resources: r(334, 334, "", 1)}, {Replicas: 3, Resources: r(334, 334, "", 1)}},
+		spec: "kind: command\nname: x\nresources: {cpu: 1, memory: 1000Mi, accelerators: {count: 3}}\nfallbacks: [{accelerators: {count: 1}}, {replicas: 3, accelerators: {count: 1}}]",
+		want: []Shape{{Replicas: 1, Resources: r(334, 349525334, "", 1)}, {Replicas: 3, Resources: r(334, 349525334, "", 1)}},
 	}, {
 		name: "more accelerators per replica scale up",
 		spec: "kind: command\nname: x\nreplicas: 2\nresources: {cpu: 8, accelerators: {count: 2}}\nfallbacks: [{replicas: 1, accelerators: {count: 4}}]",

@@ -181,6 +181,13 @@ func TestJobSpecRejects(t *testing.T) {
 		{"C10 memory 2^63 bytes", ok + "resources: {memory: 9223372036854775808}",
 			`resources.memory "9223372036854775808" is not allowed: it overflows 64 bits`},
 		{"C10 memory 8Ei", ok + "resources: {memory: 8Ei}", `resources.memory "8Ei" is not allowed: it overflows 64 bits`},
+		// A bare number is bytes: one meant as MiB is too small to run in.
+		{"memory bare 1024", ok + "resources: {memory: 1024}",
+			"resources.memory 1024 (1Ki) is too small: memory is in bytes unless it has a unit; did you mean 1024Mi?"},
+		{"memory 512Ki", ok + "resources: {memory: 512Ki}", "resources.memory 512Ki is too small: use at least 1Mi"},
+		{"memory bad unit", ok + "resources: {memory: 8GB}",
+			`resources.memory "8GB" is not allowed: use a quantity such as 512Mi or 16Gi (a bare number is bytes)`},
+		{"cpu bad unit", ok + "resources: {cpu: 2c}", `resources.cpu "2c" is not allowed: use a quantity such as 500m or 4`},
 		{"cpu cores past int64 millicores", ok + "resources: {cpu: \"9223372036854775807\"}",
 			`resources.cpu "9223372036854775807" is not allowed: it overflows 64 bits: use at most 9223372036854775 cores`},
 		{"C10 gpu 4294967297", ok + "resources: {accelerators: {count: 4294967297}}",

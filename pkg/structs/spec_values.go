@@ -6,11 +6,13 @@ package structs
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/big"
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -121,11 +123,11 @@ var quantityShape = regexp.MustCompile(`^[+-]?[0-9.]{1,40}([eE][+-]?[0-9]{1,3}|[
 func unitValue(field string, q Quantity, perUnit int64, unit string) (int64, error) {
 	s := strings.TrimSpace(string(q))
 	if !quantityShape.MatchString(s) {
-		return 0, bad(field, q, "use a quantity such as %s", quantityExample(perUnit))
+		return 0, bad(field, q, "use a quantity such as %s", quantityExample(unit))
 	}
 	rq, err := resource.ParseQuantity(s)
 	if err != nil {
-		return 0, bad(field, q, "use a quantity such as %s", quantityExample(perUnit))
+		return 0, bad(field, q, "use a quantity such as %s", quantityExample(unit))
 	}
 	if rq.Sign() < 0 {
 		return 0, bad(field, q, "use 0 or more")
@@ -152,12 +154,37 @@ func unitValue(field string, q Quantity, perUnit int64, unit string) (int64, err
 	return n.Int64(), nil
 }
 
-// quantityExample shows valid quantities in messages.
-func quantityExample(perUnit int64) string {
-	if perUnit == 1000 {
+// quantityExample shows valid quantities of unit in messages: memory
+// with a unit (a bare number is bytes), cpu in cores or millicores.
+func quantityExample(unit string) string {
+	switch unit {
+	case "millicores":
 		return "500m or 4"
+	case "bytes":
+		return "512Mi or 16Gi (a bare number is bytes)"
 	}
-	return "8, 512Mi or 16Gi"
+	return "8"
+}
+
+// MinMemory is the least memory a task may ask for: below it no process
+// runs, and a bare number (bytes) meant as MiB is the likely mistake.
+const MinMemory = 1 << 20
+
+// memoryFloor refuses a memory request above 0 and below MinMemory,
+// suggesting MiB for a bare number.
+func memoryFloor(field string, q Quantity, v int64) error {
+	if v <= 0 || v >= MinMemory {
+		return nil
+	}
+	s := strings.TrimSpace(string(q))
+	msg := fmt.Sprintf("%s is too small: use at least %s", s, FormatBytes(MinMemory))
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if b := FormatBytes(v); b != s {
+			s += " (" + b + ")"
+		}
+		msg = fmt.Sprintf("%s is too small: memory is in bytes unless it has a unit; did you mean %dMi?", s, n)
+	}
+	return &FieldError{Field: field, Msg: msg}
 }
 
 func abs32(x int32) int32 {
