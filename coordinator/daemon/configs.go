@@ -80,12 +80,16 @@ func configsDir(run *local.Backend, id string) string {
 }
 
 // unmountLeftConfigs unmounts the configs of the tasks of run's
-// directory: a coordinator killed (kill -9) before its tasks ended left
-// them mounted. Called before run starts any task.
+// directory but the running (adopted) ones: a coordinator killed (kill
+// -9) before its tasks ended left them mounted. Called before run starts
+// any task.
 func unmountLeftConfigs(run *local.Backend) {
 	ids, _ := run.TaskDirs()
+	running := run.Running()
 	for _, id := range ids {
-		unmountConfigs(configsDir(run, id))
+		if !slices.Contains(running, id) {
+			unmountConfigs(configsDir(run, id))
+		}
 	}
 }
 

@@ -189,6 +189,12 @@ func Start(cfg Config) (*Daemon, error) {
 		ln.Close()
 		return nil, err
 	}
+	// The task processes an earlier run of this server left running
+	// (killed with kill -9) are this one's now: stopped and requeued at
+	// shutdown as its own are. They report for themselves (atom).
+	if ids := run.Adopt(); len(ids) > 0 {
+		log.Info("adopted the task processes an earlier run left running", "tasks", len(ids))
+	}
 	unmountLeftConfigs(run)
 	ttl := cfg.Server.HeartbeatTTL
 	if ttl <= 0 {
@@ -300,7 +306,8 @@ func (d *Daemon) Close() error {
 }
 
 // stopLocalTasks ends, as stopped by this shutdown, the tasks whose
-// processes this server runs and, if it leads, the Scheduled tasks of
+// processes this server runs (those it adopted from an earlier run
+// killed with kill -9 included) and, if it leads, the Scheduled tasks of
 // local clusters it has not started yet: their jobs are Pending again
 // (state.ReasonShutdown), not failed, and run again when a coordinator
 // schedules (the next `coordinator dev` on the same data directory). Run

@@ -268,6 +268,9 @@ func (b *LocalBackend) beat() {
 		case <-t.C:
 		}
 		for _, id := range b.run.Running() {
+			if b.token(structs.TaskID(id)) == "" {
+				continue // adopted (an earlier run started it): its atom heartbeats
+			}
 			if err := b.report(structs.TaskID(id), structs.TaskEvent{}); err != nil {
 				b.log.Debug("heartbeat failed", "task", id, "err", err)
 			}

@@ -280,6 +280,7 @@ func (b *Backend) Start(ctx context.Context, l Launch) error {
 
 	t.pid = cmd.Process.Pid
 	t.running = true
+	writeLeader(cmd.Dir, t.pid)
 	b.queue.push(Event{TaskID: l.TaskID, Kind: EventKindStarted, PID: t.pid, Time: b.clock()})
 	b.wg.Add(1)
 	go b.reap(l.TaskID, t, cmd)
@@ -353,6 +354,7 @@ func (b *Backend) reap(id string, t *task, cmd *exec.Cmd) {
 	close(t.done)
 	_ = syscall.Kill(-t.pid, syscall.SIGKILL) // ESRCH: nothing was left
 	b.removeLink(t)
+	_ = os.Remove(filepath.Join(cmd.Dir, leaderFile))
 	b.mu.Unlock()
 
 	// 3. Reap and report.

@@ -35,6 +35,19 @@ func TestMain(m *testing.M) {
 		ln.Close()
 		os.Exit(0)
 	}
+	if id := os.Getenv("LOCAL_TEST_START"); id != "" {
+		// A coordinator that starts a task and is killed (kill -9).
+		b, err := local.New(local.Config{Dir: os.Getenv("LOCAL_TEST_DIR")})
+		if err == nil {
+			err = b.Start(context.Background(), local.Launch{TaskID: id, JobID: "job", Command: sh("exec sleep 300")})
+		}
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Println("ready")
+		select {}
+	}
 	if base := os.Getenv("LOCAL_TEST_OWN_RUNDIR"); base != "" {
 		// A coordinator that is killed (kill -9) with its backend open.
 		b, err := local.New(local.Config{Dir: os.Getenv("LOCAL_TEST_DIR"), RunDir: base})
