@@ -1,7 +1,9 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -205,6 +207,11 @@ func (w *world) explainNodes(c *jobCtx, submit bool) *Why {
 	if gang && packedSlots < need && packedAll >= need && !c.required() {
 		why.Notes = append(why.Notes, "a gang runs in one pool of one cluster")
 	}
+	if gang && !why.NeverFits && nowSlots < need && !c.required() {
+		if nowAll(now) >= need {
+			why.Notes = append(why.Notes, w.roomPerPool(now))
+		}
+	}
 	if !why.NeverFits && everSlots < need {
 		why.Notes = append(why.Notes, fmt.Sprintf("%d replicas need %d distinct nodes, %d eligible", need, need, everSlots))
 	}
@@ -234,4 +241,45 @@ func (w *world) explainNodes(c *jobCtx, submit bool) *Why {
 		why.Notes = append(why.Notes, fmt.Sprintf("at most %d accelerators on one node, %d asked per replica", maxCap, r.Accels))
 	}
 	return why
+}
+
+func nowAll(now map[domain]int) int {
+	n := 0
+	for _, v := range now {
+		n += v
+	}
+	return n
+}
+
+// roomPerPool says that a gang stays in one pool and how many of its
+// replicas fit now in each pool that has room for some, in the order of
+// the groups (cluster, then pool), naming the cluster too when the pools
+// are in several.
+func (w *world) roomPerPool(now map[domain]int) string {
+	var ds []domain
+	clusters := map[int16]bool{}
+	for d, v := range now {
+		if v > 0 {
+			ds = append(ds, d)
+			clusters[d.cluster] = true
+		}
+	}
+	slices.SortFunc(ds, func(a, b domain) int { return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.pool, b.pool)) })
+	var parts []string
+	for i, d := range ds {
+		name := string(w.pools[d.pool].Name)
+		if len(clusters) > 1 {
+			name = fmt.Sprintf("%s/%s", w.clusters[d.cluster], name)
+		}
+		if i == 0 {
+			parts = append(parts, fmt.Sprintf("%s has room for %d now", name, now[d]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %d", name, now[d]))
+		}
+	}
+	where := "one pool"
+	if len(clusters) > 1 {
+		where = "one pool of one cluster"
+	}
+	return "a gang's replicas stay in " + where + ": " + strings.Join(parts, ", ")
 }
