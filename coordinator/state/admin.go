@@ -1,7 +1,6 @@
 package state
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -138,7 +137,9 @@ func (c *PoolRemove) apply(s *State) (any, error) {
 // QuotaSet replaces a scope's limits and its fair-share weight (0: the
 // default, 1). Limits below current usage are allowed (running work is
 // not evicted; new submissions are refused). A gpu/<type> or
-// device/<type> key must name a type some node has.
+// device/<type> key differing only in case from a type some node has is
+// refused (it would count for nothing); a type no node has is accepted,
+// since nodes join later (a Kubernetes cluster's after its config).
 type QuotaSet struct {
 	Quota *structs.Quota `json:"quota"`
 }
@@ -176,10 +177,11 @@ func (c *QuotaSet) apply(s *State) (any, error) {
 	return nil, nil
 }
 
-// knownKey refuses a gpu/<type> or device/<type> key that no node has,
-// as a job asking for it is refused: such a limit would count for
-// nothing. It names the types nodes have, and the one differing only in
-// case when there is one.
+// knownKey refuses a gpu/<type> or device/<type> key that some node's
+// type matches only when case is ignored (gpu/a100 where nodes have
+// A100): such a limit would count for nothing, as a job asking for that
+// type is refused. It names the types nodes have and the one meant. A
+// type no node has is accepted: nodes join clusters after their quotas.
 func (s *State) knownKey(k structs.ResourceKey) error {
 	kind, t, ok := strings.Cut(string(k), "/")
 	if !ok {
@@ -201,16 +203,12 @@ func (s *State) knownKey(k structs.ResourceKey) error {
 	}
 	what := map[string]string{"gpu": "accelerator", "device": "device"}[kind]
 	names := slices.Sorted(maps.Keys(have))
-	if len(names) == 0 {
-		return fmt.Errorf("unknown %s type %q: this cluster has no %ss", what, t, what)
-	}
-	msg := fmt.Sprintf("unknown %s type %q: this cluster has %s", what, t, strings.Join(names, ", "))
 	for _, n := range names {
 		if strings.EqualFold(n, t) {
-			return fmt.Errorf("%s; did you mean %s/%s?", msg, kind, n)
+			return fmt.Errorf("unknown %s type %q: this cluster has %s; did you mean %s/%s? (types are case-sensitive)", what, t, strings.Join(names, ", "), kind, n)
 		}
 	}
-	return errors.New(msg)
+	return nil
 }
 
 // ClusterUpsert adds or replaces a cluster.
