@@ -137,7 +137,7 @@ func objectName(what, name string) error {
 // nodeName checks a node name from the path: a DNS-1123 subdomain.
 func nodeName(name string) error {
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return errorf(http.StatusBadRequest, "node name %q is not allowed: use a DNS-1123 subdomain: %s", trunc(name), strings.Join(errs, "; "))
+		return errorf(http.StatusBadRequest, "node name %q is not allowed: use a DNS-1123 subdomain: %s", trunc(name), structs.ValidationText(errs))
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func (s *server) createVolume(_ http.ResponseWriter, r *http.Request, c caller) 
 		return 0, nil, err
 	}
 	if errs := validation.IsDNS1123Subdomain(spec.Name); len(errs) > 0 {
-		return 0, nil, errorf(http.StatusBadRequest, "volume name %q is not allowed: use a PersistentVolumeClaim name: %s", spec.Name, strings.Join(errs, "; "))
+		return 0, nil, errorf(http.StatusBadRequest, "volume name %q is not allowed: use a PersistentVolumeClaim name: %s", spec.Name, structs.ValidationText(errs))
 	}
 	q, err := resource.ParseQuantity(strings.TrimSpace(string(spec.Size)))
 	if err != nil || q.Sign() <= 0 || q.Value() <= 0 {

@@ -338,7 +338,7 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 	}
 	for _, k := range c.StringSlice("job-kind") {
 		if errs := validation.IsDNS1035Label(k); len(errs) > 0 {
-			return cfg, usagef("--job-kind %q: use a job kind (a DNS-1035 label: lowercase, starting with a letter): %s", k, strings.Join(errs, "; "))
+			return cfg, usagef("--job-kind %q: use a job kind (a DNS-1035 label: lowercase, starting with a letter): %s", k, structs.ValidationText(errs))
 		}
 		cfg.JobKinds = append(cfg.JobKinds, structs.JobKind(k))
 	}

@@ -161,7 +161,7 @@ func (d ConfigData) Digest() string {
 // label, as job names are.
 func ValidateConfigName(kind ConfigKind, name string) error {
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return fmt.Errorf("%s name %q is not allowed: use a DNS label (lowercase letters, digits and '-', at most 63): %s", kind, name, strings.Join(errs, "; "))
+		return fmt.Errorf("%s name %q is not allowed: use a DNS label (lowercase letters, digits and '-', at most 63): %s", kind, name, ValidationText(errs))
 	}
 	return nil
 }
@@ -179,7 +179,7 @@ func (d ConfigData) Validate(kind ConfigKind) error {
 	for _, k := range slices.Sorted(maps.Keys(d)) {
 		if errs := validation.IsConfigMapKey(k); len(errs) > 0 {
 			return fmt.Errorf("%s key %q is not allowed: use letters, digits, '-', '_' or '.' (at most 253, not . or ..), as Kubernetes allows: %s",
-				kind, truncKey(k), strings.Join(errs, "; "))
+				kind, truncKey(k), ValidationText(errs))
 		}
 		total += len(k) + len(d[k])
 	}

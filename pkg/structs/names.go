@@ -2,6 +2,7 @@ package structs
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -27,8 +28,29 @@ func ValidateTypeName(field, s string) error {
 // label (lowercase letters, digits and '-', at most 63 characters), the
 // form Kubernetes requires of the names atom derives objects from.
 func ValidateObjectName(field, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is required: use lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 (e.g. my-name)", field)
+	}
 	if errs := validation.IsDNS1123Label(s); len(errs) > 0 {
-		return fmt.Errorf("%s %q is not allowed: %s", field, s, strings.Join(errs, "; "))
+		return fmt.Errorf("%s %q is not allowed: %s", field, s, ValidationText(errs))
 	}
 	return nil
+}
+
+// kubeRegex is the regular expression Kubernetes' validation messages
+// end with, which says nothing their words do not.
+var kubeRegex = regexp.MustCompile(`, regex used for validation is '[^']*'`)
+
+// ValidationText joins Kubernetes validation messages for a person: without
+// the regular expression they end with, or their double spaces.
+func ValidationText(errs []string) string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		e = strings.ReplaceAll(kubeRegex.ReplaceAllString(e, ""), ",  or ", " or ")
+		for strings.Contains(e, "  ") {
+			e = strings.ReplaceAll(e, "  ", " ")
+		}
+		out[i] = e
+	}
+	return strings.Join(out, "; ")
 }

@@ -27,10 +27,10 @@ func checkMountPath(field, p string, paths map[string]string) error {
 func checkLabels(field string, m map[string]string) error {
 	for _, k := range sortedKeys(m) {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return bad(field, k, "use a label key: %s", strings.Join(errs, "; "))
+			return bad(field, k, "use a label key: %s", ValidationText(errs))
 		}
 		if errs := validation.IsValidLabelValue(m[k]); len(errs) > 0 {
-			return bad(key(field, k), m[k], "use a label value: %s", strings.Join(errs, "; "))
+			return bad(key(field, k), m[k], "use a label value: %s", ValidationText(errs))
 		}
 	}
 	return nil
@@ -58,7 +58,7 @@ func checkSelector(field, sel string, emptyOK bool) error {
 func checkToleration(field string, t corev1.Toleration) error {
 	if t.Key != "" {
 		if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
-			return bad(field+".key", t.Key, "use a taint key: %s", strings.Join(errs, "; "))
+			return bad(field+".key", t.Key, "use a taint key: %s", ValidationText(errs))
 		}
 	}
 	switch t.Operator {
@@ -71,7 +71,7 @@ func checkToleration(field string, t corev1.Toleration) error {
 			return bad(field+".key", t.Key, "operator Equal needs a key (use Exists to tolerate everything)")
 		}
 		if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
-			return bad(field+".value", t.Value, "use a taint value: %s", strings.Join(errs, "; "))
+			return bad(field+".value", t.Value, "use a taint value: %s", ValidationText(errs))
 		}
 	default:
 		return bad(field+".operator", string(t.Operator), "use Exists or Equal")
@@ -106,7 +106,7 @@ func checkEffect(field string, e corev1.TaintEffect, emptyOK bool) error {
 // (often host names such as ip-10-0-0-1.ec2.internal).
 func validateNodeName(field string, n NodeID) error {
 	if errs := validation.IsDNS1123Subdomain(string(n)); len(errs) > 0 {
-		return bad(field, string(n), "use a node name (a DNS-1123 subdomain): %s", strings.Join(errs, "; "))
+		return bad(field, string(n), "use a node name (a DNS-1123 subdomain): %s", ValidationText(errs))
 	}
 	return nil
 }

@@ -278,10 +278,10 @@ func (s *NodeSpec) convert(p string) (*Node, error) {
 	for i, t := range s.Taints {
 		f := idx(at(p, "taints"), i)
 		if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
-			return nil, bad(f+".key", t.Key, "use a taint key: %s", strings.Join(errs, "; "))
+			return nil, bad(f+".key", t.Key, "use a taint key: %s", ValidationText(errs))
 		}
 		if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
-			return nil, bad(f+".value", t.Value, "use a taint value: %s", strings.Join(errs, "; "))
+			return nil, bad(f+".value", t.Value, "use a taint value: %s", ValidationText(errs))
 		}
 		if err := checkEffect(f+".effect", t.Effect, false); err != nil {
 			return nil, err

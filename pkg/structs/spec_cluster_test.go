@@ -147,7 +147,7 @@ func TestPoolSpec(t *testing.T) {
 	assert.Equal(t, Duration(90*time.Minute), p.MinRuntime)
 
 	for _, tc := range []struct{ name, spec, want string }{
-		{"project pool without project", "name: p1", `project "" is not allowed`},
+		{"project pool without project", "name: p1", "project is required"},
 		{"public pool with a project", "name: public\nproject: p1", `project "p1" is not allowed: the public pool belongs to no project`},
 		{"public pool with members", "name: public\nmembers: [u1]", "members are not allowed: the public pool is open to everyone"},
 		{"public pool lending", "name: public\nlendIdle: true", "lendIdle true is not allowed"},

@@ -159,7 +159,7 @@ func checkConfigRef(field string, c ConfigRef) error {
 	name := c.Name()
 	if c.ConfigMap != "" {
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			return bad(field, name, "use a ConfigMap name: %s", strings.Join(errs, "; "))
+			return bad(field, name, "use a ConfigMap name: %s", ValidationText(errs))
 		}
 		return nil
 	}
@@ -171,12 +171,12 @@ func checkConfigRef(field string, c ConfigRef) error {
 	}
 	if c.Secret != "" {
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			return bad(field, name, "use a secret's name (or a Kubernetes Secret's): %s", strings.Join(errs, "; "))
+			return bad(field, name, "use a secret's name (or a Kubernetes Secret's): %s", ValidationText(errs))
 		}
 		return nil
 	}
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return bad(field, name, "use a config's name, NAME or PROJECT/NAME: %s", strings.Join(errs, "; "))
+		return bad(field, name, "use a config's name, NAME or PROJECT/NAME: %s", ValidationText(errs))
 	}
 	return nil
 }

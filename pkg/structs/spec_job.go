@@ -219,7 +219,7 @@ func (s *JobSpec) program(j *Job) error {
 	}
 	for _, k := range sortedKeys(s.Env) {
 		if errs := validation.IsEnvVarName(k); len(errs) > 0 {
-			return bad("env", k, "use an environment variable name: %s", strings.Join(errs, "; "))
+			return bad("env", k, "use an environment variable name: %s", ValidationText(errs))
 		}
 		if strings.HasPrefix(k, "ATOM_") {
 			return bad("env", k, "ATOM_* variables are set by atom")
@@ -609,7 +609,7 @@ func (s *JobSpec) storage(j *Job) error {
 		}
 		names[v.Name] = true
 		if errs := validation.IsDNS1123Subdomain(v.Claim); len(errs) > 0 {
-			return bad(field+".claim", v.Claim, "use a PersistentVolumeClaim name: %s", strings.Join(errs, "; "))
+			return bad(field+".claim", v.Claim, "use a PersistentVolumeClaim name: %s", ValidationText(errs))
 		}
 		if err := checkMountPath(field+".mountPath", v.MountPath, paths); err != nil {
 			return err

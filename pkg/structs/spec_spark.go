@@ -377,7 +377,7 @@ func (ss *SparkSpec) account(sp *Spark) error {
 	sp.ServiceAccount = DefaultSparkServiceAccount
 	if a := ss.ServiceAccount; a != "" {
 		if errs := validation.IsDNS1123Subdomain(a); len(errs) > 0 {
-			return bad("spark.serviceAccount", a, "use a service account name: %s", strings.Join(errs, "; "))
+			return bad("spark.serviceAccount", a, "use a service account name: %s", ValidationText(errs))
 		}
 		sp.ServiceAccount = a
 	}

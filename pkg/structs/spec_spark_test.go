@@ -142,7 +142,7 @@ func TestSparkSectionRejects(t *testing.T) {
 		{"relative discovery script", sparkJob + app + "  executor: {gpu: {type: A100, discoveryScript: gpus.sh}}",
 			`spark.executor.gpu.discoveryScript "gpus.sh" is not allowed: use the absolute path of a script in the image, such as /opt/spark/examples/src/main/scripts/getGpusResources.sh`},
 		{"bad node selector", sparkJob + app + "  executor: {nodeSelector: {\"a b\": x}}", `spark.executor.nodeSelector "a b" is not allowed: use a label key: name part must consist of alphanumeric characters, '-', '_' or '.', ` +
-			"and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"},
+			"and must start and end with an alphanumeric character (e.g. 'MyName' or 'my.name' or '123-abc')"},
 		{"conf atom sets", sparkJob + app + "  sparkConf: {spark.executor.cores: \"8\"}",
 			`spark.sparkConf["spark.executor.cores"] is not allowed: atom sets spark.executor.cores itself: use spark.executor.cores`},
 		{"conf prefix atom sets", sparkJob + app + "  sparkConf: {spark.kubernetes.executor.node.selector.zone: a}",
@@ -154,9 +154,9 @@ func TestSparkSectionRejects(t *testing.T) {
 		{"conf with a control character", sparkJob + app + "  sparkConf: {spark.x: \"a\\x01\"}",
 			`spark.sparkConf["spark.x"] "a\x01" is not allowed: use printable text only (no control characters)`},
 		{"bad service account", sparkJob + app + "  serviceAccount: Spark_SA", `spark.serviceAccount "Spark_SA" is not allowed: use a service account name: a lowercase RFC 1123 subdomain must consist of lower case ` +
-			"alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"},
+			"alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com')"},
 		{"bad namespace", sparkJob + app + "  namespace: Data", `spark.namespace "Data" is not allowed: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', ` +
-			"and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"},
+			"and must start and end with an alphanumeric character (e.g. 'my-name' or '123-abc')"},
 		{"unknown field", sparkJob + app + "  executor: {gpus: 1}",
 			"spark.executor.gpus is not a known field: use instances, cores, coreRequest, memory, memoryOverhead, gpu, nodeSelector"},
 		{"core request of none", sparkJob + app + "  executor: {coreRequest: \"0\"}",

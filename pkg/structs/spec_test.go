@@ -235,7 +235,7 @@ func TestJobSpecRejects(t *testing.T) {
 		{"empty object", "{}", `kind "" is not allowed`},
 		{"two documents", "kind: command\nname: a\n---\nkind: command\nname: b\n", "job spec holds several YAML documents (a second starts at line 3): the spec must be a single document"},
 		{"kind uppercase", "kind: MPI\nname: x\nresources: {cpu: 1}", `kind "MPI" is not allowed: use mpi, spark, service, command`},
-		{"no name", "kind: command\nresources: {cpu: 1}", `name "" is not allowed`},
+		{"no name", "kind: command\nresources: {cpu: 1}", "name is required: use lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 (e.g. my-name)"},
 		{"name too long", "kind: command\nname: " + strings.Repeat("a", 64) + "\nresources: {cpu: 1}",
 			"must be no more than 63 characters"},
 		{"name not DNS-1123", "kind: command\nname: Train_Job\nresources: {cpu: 1}", `name "Train_Job" is not allowed`},

@@ -42,7 +42,7 @@ func (t *Topology) check(field string) error {
 	for i, l := range t.Levels {
 		f := idx(field+".levels", i)
 		if errs := validation.IsQualifiedName(l); len(errs) > 0 {
-			return bad(f, l, "use a node label key such as rack or topology.kubernetes.io/zone: %s", strings.Join(errs, "; "))
+			return bad(f, l, "use a node label key such as rack or topology.kubernetes.io/zone: %s", ValidationText(errs))
 		}
 		if seen[LevelName(l)] {
 			return bad(f, l, "levels must be unique, also after the last '/' (jobs name them so)")
