@@ -317,12 +317,18 @@ func TestJobVisibility(t *testing.T) {
 		assert.Equal(t, http.StatusOK, status, tc.name)
 		assert.ElementsMatch(t, tc.want, ids, tc.name)
 	}
-	for _, q := range []string{"?state=Bogus", "?colour=red"} {
+	for _, q := range []string{"?state=Bogus", "?colour=red", "?kind=bogus"} {
 		status, _ := list("u1", q)
 		assert.Equal(t, http.StatusBadRequest, status, q)
 	}
+	status, body := do(t, e, e.Tokens["u1"], "GET", "/v1/jobs?kind=bogus", "")
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Contains(t, body, `kind \"bogus\" is not allowed: use mpi, spark, service or command, or a plugin's kind (this coordinator has none`)
+	status, ids := list("u1", "?kind=spark") // a kind no job has yet
+	assert.Equal(t, http.StatusOK, status)
+	assert.Empty(t, ids)
 	// A member operates the project's jobs; a non-member cannot see them.
-	status, _ := do(t, e, e.Tokens["m1"], "GET", "/v1/jobs/web-1", "")
+	status, _ = do(t, e, e.Tokens["m1"], "GET", "/v1/jobs/web-1", "")
 	assert.Equal(t, http.StatusOK, status)
 	status, _ = do(t, e, e.Tokens["m1"], "GET", "/v1/jobs/mine-1", "")
 	assert.Equal(t, http.StatusNotFound, status)

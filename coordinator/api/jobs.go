@@ -35,11 +35,7 @@ func (s *server) submitJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 	if err != nil {
 		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
 	}
-	var plugins []structs.JobKind
-	if s.plugins != nil {
-		plugins = s.plugins()
-	}
-	if err := structs.CheckRunnable(job, plugins); err != nil {
+	if err := structs.CheckRunnable(job, s.pluginKinds()); err != nil {
 		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
 	}
 	if err := taskenv.Check(job); err != nil {
@@ -90,6 +86,22 @@ func (s *server) freshID(name string) structs.JobID {
 		}
 	}
 	return id
+}
+
+func (s *server) pluginKinds() []structs.JobKind {
+	if s.plugins == nil {
+		return nil
+	}
+	return s.plugins()
+}
+
+// knownKind refuses a kind --kind may not name, as a job spec's is
+// refused: neither built in nor a plugin's (nor any job's).
+func (s *server) knownKind(k structs.JobKind) error {
+	if err := structs.CheckRunnable(&structs.Job{Kind: k, Command: []string{"-"}}, s.pluginKinds()); err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	return nil
 }
 
 // jobFilter is GET /v1/jobs's query.
@@ -144,6 +156,11 @@ func (s *server) listJobs(_ http.ResponseWriter, r *http.Request, c caller) (int
 			}
 		}
 	})
+	if f.kind != "" && len(out.Jobs) == 0 { // a plugin's jobs outlive it
+		if err := s.knownKind(f.kind); err != nil {
+			return 0, nil, err
+		}
+	}
 	slices.SortFunc(out.Jobs, func(a, b *structs.Job) int {
 		if c := a.SubmitTime.Compare(b.SubmitTime); c != 0 {
 			return c
