@@ -58,9 +58,12 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 		return 0, nil, errorf(http.StatusBadRequest, "follow needs one task: add ?task=ID (the job has %d)", len(tasks))
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
 	if hidden > 0 {
-		defer fmt.Fprintf(w, "(%d stopped task(s) of earlier attempts or replaced replicas not shown: coordinator job logs --all %s shows them)\n", hidden, js.Job.ID)
+		w.Header().Set(wire.HiddenTasksHeader, strconv.Itoa(hidden))
+	}
+	w.WriteHeader(http.StatusOK)
+	if hidden > 0 && q.Get("hidden") != "header" {
+		defer fmt.Fprintln(w, wire.HiddenTasksNote(hidden, string(js.Job.ID)))
 	}
 	if len(tasks) == 0 {
 		attempt := ""

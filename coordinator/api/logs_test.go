@@ -21,6 +21,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/api/apitest"
 	"github.com/atom-sched/atom/coordinator/state"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -213,6 +214,16 @@ func TestLogsCurrentAttempt(t *testing.T) {
 		"==> noisy-1-1-a0-r1 (replica 1, node c1) <==\nout of noisy-1-1-a0-r1\n"+
 		"(1 stopped task(s) of earlier attempts or replaced replicas not shown: coordinator job logs --all noisy-1 shows them)\n",
 		getLogs(t, srv, ""))
+	// With hidden=header the note is left to the client, which the
+	// header tells how many are not shown.
+	assert.Equal(t, ""+
+		"==> noisy-1-0-a0 (replica 0, node c1) <==\nout of noisy-1-0-a0\n"+
+		"==> noisy-1-1-a0-r1 (replica 1, node c1) <==\nout of noisy-1-1-a0-r1\n",
+		getLogs(t, srv, "?hidden=header"))
+	var notes bytes.Buffer
+	cl := client.New(srv.URL, logsToken)
+	require.NoError(t, cl.LogsWith(context.Background(), "noisy-1", client.LogOptions{Notes: &notes}, io.Discard))
+	assert.Equal(t, "(1 stopped task(s) of earlier attempts or replaced replicas not shown: coordinator job logs --all noisy-1 shows them)\n", notes.String())
 	assert.Equal(t, ""+
 		"==> noisy-1-0-a0 (replica 0, node c1) <==\nout of noisy-1-0-a0\n"+
 		"==> noisy-1-1-a0 (replica 1, node c1) <==\nout of noisy-1-1-a0\n"+

@@ -21,7 +21,7 @@ func jobLogs(c *cli.Context) error {
 	}
 	cl := newClient(c)
 	id := structs.JobID(a[0])
-	o := client.LogOptions{Task: c.String("task"), All: c.Bool("all"), Follow: c.Bool("follow")}
+	o := client.LogOptions{Task: c.String("task"), All: c.Bool("all"), Follow: c.Bool("follow"), Notes: c.App.ErrWriter}
 	if o.Follow && o.Task == "" {
 		t, err := taskToFollow(c, cl, id)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/atom-sched/atom/pkg/structs"
@@ -30,6 +31,9 @@ type LogOptions struct {
 	All bool
 	// Follow keeps streaming one task's output until it ends.
 	Follow bool
+	// Notes, if set, gets the note that stopped tasks are not shown,
+	// after the output, which then does not end with it.
+	Notes io.Writer
 }
 
 // LogsWith is Logs with options.
@@ -43,6 +47,9 @@ func (c *Client) LogsWith(ctx context.Context, id structs.JobID, o LogOptions, w
 	}
 	if o.Follow {
 		q.Set("follow", "true")
+	}
+	if o.Notes != nil {
+		q.Set("hidden", "header")
 	}
 	u := c.addr + "/v1/jobs/" + seg(string(id)) + "/logs"
 	if len(q) > 0 {
@@ -73,6 +80,9 @@ func (c *Client) LogsWith(ctx context.Context, id structs.JobID, o LogOptions, w
 		return &Error{Status: resp.StatusCode, Message: we.Error}
 	}
 	_, err = io.Copy(w, resp.Body)
+	if n, _ := strconv.Atoi(resp.Header.Get(wire.HiddenTasksHeader)); n > 0 && o.Notes != nil && err == nil {
+		fmt.Fprintln(o.Notes, wire.HiddenTasksNote(n, string(id)))
+	}
 	if ctx.Err() != nil {
 		return nil // the caller stopped following
 	}

@@ -9,6 +9,7 @@
 package wire
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/atom-sched/atom/pkg/sched"
@@ -187,4 +188,15 @@ type EventList struct {
 	// or not the caller may see it: ask with since=Latest for what
 	// comes after.
 	Latest uint64 `json:"latest"`
+}
+
+// HiddenTasksHeader is set on a logs response whose current-attempt view
+// leaves out stopped tasks: their count. With ?hidden=header the body
+// does not end with HiddenTasksNote, so a client may say it elsewhere
+// (the CLI: on stderr, apart from the output).
+const HiddenTasksHeader = "Atom-Hidden-Tasks"
+
+// HiddenTasksNote says that n stopped tasks of job id are not shown.
+func HiddenTasksNote(n int, id string) string {
+	return fmt.Sprintf("(%d stopped task(s) of earlier attempts or replaced replicas not shown: coordinator job logs --all %s shows them)", n, id)
 }
