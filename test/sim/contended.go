@@ -104,7 +104,7 @@ type contendedRun struct {
 // converted) for jobs of workload w.
 func newEngine(policy string, w workload, nodes []node, atomNodes []*structs.Node, jobs []*simJob, quota [tenants]int64, schedule scheduleFunc) (engine, error) {
 	if policy == policyAtom || policy == policyAtomFIFO {
-		return newStateEngine(policy, atomNodes, jobs, quota, w.MinRuntime, schedule)
+		return newStateEngine(policy, atomNodes, jobs, quota, w.weights(), w.MinRuntime, schedule)
 	}
 	return newFIFOEngine(policy, nodes, jobs, quota)
 }

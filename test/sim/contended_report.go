@@ -33,6 +33,7 @@ type contendedResults struct {
 func replayContended(c *config, schedule scheduleFunc) (*contendedResults, error) {
 	w := contendedWorkload
 	w.MinRuntime = c.MinRuntime
+	w.EqualWeights = c.EqualWeights
 	all, err := loadNodes(c.DataDir)
 	if err != nil {
 		return nil, err

@@ -288,13 +288,28 @@ func TestMaxMin(t *testing.T) {
 	d := [tenants]float64{10, 1, 2, 0, 0, 0, 0, 30}
 	// 12 to share among 4: 3 each; t2 and t3 need less (1, 2), the
 	// remaining 9 go 4.5 each to t1 and t8.
-	assert.Equal(t, [tenants]float64{4.5, 1, 2, 0, 0, 0, 0, 4.5}, maxMin(d, 12))
-	assert.Equal(t, d, maxMin(d, 100), "enough for all")
-	assert.Equal(t, [tenants]float64{}, maxMin(d, 0))
+	eq := [tenants]float64{1, 1, 1, 1, 1, 1, 1, 1}
+	assert.Equal(t, [tenants]float64{4.5, 1, 2, 0, 0, 0, 0, 4.5}, maxMin(d, eq, 12))
+	assert.Equal(t, d, maxMin(d, eq, 100), "enough for all")
+	assert.Equal(t, [tenants]float64{}, maxMin(d, eq, 0))
+	// t1 weighs 2: 12 / 5 weight units = 2.4 a unit; t2 and t3 need
+	// less (1, 2), the remaining 9 go 2:1 to t1 and t8.
+	w := [tenants]float64{2, 1, 1, 1, 1, 1, 1, 1}
+	assert.Equal(t, [tenants]float64{6, 1, 2, 0, 0, 0, 0, 3}, maxMin(d, w, 12))
+}
+
+func TestWeightsFollowQuotas(t *testing.T) {
+	q, w := tenantQuotas(414), contendedWorkload.weights()
+	for i := 1; i < tenants; i++ {
+		assert.InEpsilon(t, float64(q[0])/float64(q[i]), w[0]/w[i], 0.02, "tenant %d", i+1)
+	}
+	eq := contendedWorkload
+	eq.EqualWeights = true
+	assert.Equal(t, [tenants]float64{1, 1, 1, 1, 1, 1, 1, 1}, eq.weights())
 }
 
 func TestShareJain(t *testing.T) {
-	h := time.Hour
+	h, eq := time.Hour, [tenants]float64{1, 1, 1, 1, 1, 1, 1, 1}
 	gpu := &template{request: request{GPUs: 1}}
 	jobs := []*simJob{
 		// t1 asks for 2 GPU-hours and gets 1.5, t2 asks for 1 and gets
@@ -303,11 +318,11 @@ func TestShareJain(t *testing.T) {
 		{arrival: arrival{Tenant: 0}, template: gpu, Done: -1, Held: []span{{0, h / 2}}},
 		{arrival: arrival{Tenant: 1}, template: gpu, Done: -1, Held: []span{{h / 2, h}}},
 	}
-	assert.InDelta(t, 4.0/(2*2.5), shareJain(jobs, 0, h, h), 1e-12)
+	assert.InDelta(t, 4.0/(2*2.5), shareJain(jobs, eq, 0, h, h), 1e-12)
 	// Received over asked: 0.75 and 0.5.
 	assert.InDelta(t, 1.25*1.25/(2*(0.5625+0.25)), windowJain(jobs, 0, h, h), 1e-12)
 	// A tenant that asked for less than an equal part is its own fair share.
 	jobs[2].Done = h / 2
 	jobs[2].Held = []span{{0, h / 2}}
-	assert.InDelta(t, 1.0, shareJain(jobs, 0, h, h), 1e-12, "t2 asked for 0.5 and got it, t1 got the rest")
+	assert.InDelta(t, 1.0, shareJain(jobs, eq, 0, h, h), 1e-12, "t2 asked for 0.5 and got it, t1 got the rest")
 }

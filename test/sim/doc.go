@@ -99,8 +99,9 @@
 //     snapshot and pending jobs, as the leader's cycle does
 //     (engine_atom.go). Quota, fair-share usage, order, placement,
 //     preemption and requeueing are theirs; the replay adds no rule. atom
-//     orders each priority by fair share (every tenant weight 1, the
-//     default half-life and aging) and chooses victims losing the least
+//     orders each priority by fair share (each tenant's weight set with
+//     its quota, in proportion to it, -equal-weights for weight 1 each;
+//     the default half-life and aging) and chooses victims losing the least
 //     work; the public pool has no minimum runtime, as pools have unless
 //     an admin sets one (-min-runtime sets it). atom-fifo is the order and
 //     victim choice from before: the snapshot's fair-share positions are
@@ -113,8 +114,8 @@
 //     protected young job is exactly the one that loses least, and the
 //     preemptor either takes an older victim or waits until a young one
 //     has run the minimum and preempts it then. With -min-runtime 10m atom
-//     loses about 1.8 times the GPU-hours it loses without (victims'
-//     median age 11.5 minutes instead of 2), for 10% fewer preemptions. What
+//     loses about 1.8 times the GPU-hours it loses without, for 13% fewer
+//     preemptions. What
 //     the minimum buys, progress between preemptions for jobs that save a
 //     checkpoint on their notice, is not in this replay.
 //   - first-fit (what a default Kubernetes does), best-fit: kube-scheduler's
@@ -126,9 +127,10 @@
 // One line per policy: trace=contended policy=P gpu_util= jain=
 // normal_wait_p50_s= normal_wait_p99_s= preempted_gpu_hours=; stderr has,
 // per policy, jain_vs_fair_share (the same index of x = GPU-hours received
-// / the tenant's max-min fair share of all received in the window, equal
-// weights: what fair share aims at, where jain rewards getting in
-// proportion to what was asked), each tenant's GPU-hours received / asked
+// / the tenant's weighted max-min fair share of all received in the
+// window: what fair share aims at, where jain rewards getting in
+// proportion to what was asked; the two agree when weights follow the
+// quotas, which follow what tenants ask), each tenant's GPU-hours received / asked
 // over the window, jobs, preemptions, cycles and the core's time. Targets: atom's jain at
 // least 0.9 and above every other policy's; its gpu_util within 1 point
 // (0.01) of the best policy's; its preempted_gpu_hours below atom-fifo's.

@@ -38,9 +38,10 @@ var simStart = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 // drop ended jobs from the state as the leader's retention loop does.
 const expireEvery = 120
 
-// newStateEngine returns atom (policy atom) or atom-fifo over nodes. Under
-// atom the public pool has minimum runtime minRun (0: none).
-func newStateEngine(policy string, nodes []*structs.Node, jobs []*simJob, quota [tenants]int64, minRun time.Duration, schedule scheduleFunc) (*stateEngine, error) {
+// newStateEngine returns atom (policy atom) or atom-fifo over nodes, each
+// tenant with its quota and fair-share weight. Under atom the public pool
+// has minimum runtime minRun (0: none).
+func newStateEngine(policy string, nodes []*structs.Node, jobs []*simJob, quota [tenants]int64, weights [tenants]float64, minRun time.Duration, schedule scheduleFunc) (*stateEngine, error) {
 	e := &stateEngine{st: state.New(), schedule: schedule, fifo: policy == policyAtomFIFO, jobs: jobs,
 		ids: make(map[structs.JobID]int, len(jobs)), task: make([]structs.TaskID, len(jobs))}
 	for _, n := range nodes {
@@ -55,7 +56,7 @@ func newStateEngine(policy string, nodes []*structs.Node, jobs []*simJob, quota 
 		}
 	}
 	for t := range tenants {
-		q := &structs.Quota{Scope: structs.UserScope(tenantName(t)), Limits: structs.ResourceList{structs.KeyGPUAny: quota[t]}}
+		q := &structs.Quota{Scope: structs.UserScope(tenantName(t)), Limits: structs.ResourceList{structs.KeyGPUAny: quota[t]}, Weight: weights[t]}
 		if _, err := e.apply(&state.QuotaSet{Quota: q}); err != nil {
 			return nil, err
 		}

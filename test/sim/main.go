@@ -30,6 +30,9 @@ type config struct {
 	// MinRuntime is the public pool's minimum runtime under atom in the
 	// contended replay.
 	MinRuntime time.Duration
+	// EqualWeights gives every tenant fair-share weight 1 in the contended
+	// replay instead of weights set with the quotas.
+	EqualWeights bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -53,6 +56,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), "replays run in parallel")
 	fs.BoolVar(&c.Why, "why", false, "print on stderr why atom's core left tasks unplaced")
 	fs.DurationVar(&c.MinRuntime, "min-runtime", contendedWorkload.MinRuntime, "contended replay: the public pool's minimum runtime under atom (0: none)")
+	fs.BoolVar(&c.EqualWeights, "equal-weights", false, "contended replay: every tenant fair-share weight 1 (default: weights in proportion to the quotas)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func measure(jobs []*simJob, w workload, gpus int64) figures {
 	hours := 0
 	for h := from; h < to; h += time.Hour {
 		f.Jain += windowJain(jobs, h, h+time.Hour, to)
-		f.ShareJain += shareJain(jobs, h, h+time.Hour, to)
+		f.ShareJain += shareJain(jobs, w.weights(), h, h+time.Hour, to)
 		hours++
 	}
 	f.Jain /= float64(hours)
@@ -94,15 +94,15 @@ func windowJain(jobs []*simJob, from, to, end time.Duration) float64 {
 }
 
 // shareJain is Jain's index, over the same tenants, of x = GPU-seconds
-// received / max-min fair share of all received in [from, to): what
-// equal weights would give each, none more than it asked for.
-func shareJain(jobs []*simJob, from, to, end time.Duration) float64 {
+// received / weighted max-min fair share of all received in [from, to):
+// what the tenants' weights would give each, none more than it asked for.
+func shareJain(jobs []*simJob, weights [tenants]float64, from, to, end time.Duration) float64 {
 	asked, got := window(jobs, from, to, end)
 	var total float64
 	for _, g := range got {
 		total += g
 	}
-	fair := maxMin(asked, total)
+	fair := maxMin(asked, weights, total)
 	var x []float64
 	for t := range tenants {
 		if asked[t] > 0 {
@@ -129,24 +129,24 @@ func window(jobs []*simJob, from, to, end time.Duration) (asked, got [tenants]fl
 	return asked, got
 }
 
-// maxMin divides capacity among demands by max-min fairness (water
-// filling): equal parts, none more than its demand, what one leaves
-// shared by the rest.
-func maxMin(demand [tenants]float64, capacity float64) [tenants]float64 {
+// maxMin divides capacity among demands by weighted max-min fairness
+// (water filling): parts in proportion to the weights, none more than its
+// demand, what one leaves shared by the rest.
+func maxMin(demand, weights [tenants]float64, capacity float64) [tenants]float64 {
 	var out [tenants]float64
 	for {
-		n := 0
+		var w float64
 		for t, d := range demand {
 			if d > out[t] {
-				n++
+				w += weights[t]
 			}
 		}
-		if n == 0 || capacity <= 0 {
+		if w == 0 || capacity <= 0 {
 			return out
 		}
-		part, filled := capacity/float64(n), false
+		unit, filled := capacity/w, false
 		for t, d := range demand {
-			if d > out[t] && d-out[t] <= part {
+			if d > out[t] && d-out[t] <= unit*weights[t] {
 				capacity -= d - out[t]
 				out[t], filled = d, true
 			}
@@ -154,7 +154,7 @@ func maxMin(demand [tenants]float64, capacity float64) [tenants]float64 {
 		if !filled {
 			for t, d := range demand {
 				if d > out[t] {
-					out[t] += part
+					out[t] += unit * weights[t]
 				}
 			}
 			return out

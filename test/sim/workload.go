@@ -29,6 +29,23 @@ type workload struct {
 	// MinRuntime is the public pool's minimum runtime under atom (not
 	// atom-fifo); 0: none.
 	MinRuntime time.Duration
+	// EqualWeights gives every tenant fair-share weight 1 under atom;
+	// otherwise each tenant's weight is set with its quota, in proportion
+	// to it, as an admin who gives a team half the quota gives it half
+	// the share (tenantWeights).
+	EqualWeights bool
+}
+
+// weights returns the tenants' fair-share weights under w.
+func (w workload) weights() [tenants]float64 {
+	var out [tenants]float64
+	for t, s := range tenantShares {
+		out[t] = 1
+		if !w.EqualWeights {
+			out[t] = s * tenants // mean 1, in proportion to the quotas
+		}
+	}
+	return out
 }
 
 // contendedWorkload is what `make sim` replays: the pools as a cluster
