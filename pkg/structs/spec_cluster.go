@@ -191,7 +191,7 @@ func (s *QuotaSpec) convert(p string) (*Quota, error) {
 		case KeyCPU:
 			v, err = unitValue(field, s.Limits[k], 1000, "millicores")
 		case KeyMemory:
-			v, err = unitValue(field, s.Limits[k], 1, "bytes")
+			v, err = memoryValue(field, s.Limits[k])
 		default:
 			v, err = unitValue(field, s.Limits[k], 1, "units")
 		}
@@ -249,6 +249,9 @@ func (s *NodeSpec) convert(p string) (*Node, error) {
 		return nil, err
 	}
 	if c.Memory, err = positive(at(p, "memory"), s.Memory, 1, "bytes"); err != nil {
+		return nil, err
+	}
+	if _, err = memoryValue(at(p, "memory"), s.Memory); err != nil {
 		return nil, err
 	}
 	if err := s.accelerators(p, n); err != nil {

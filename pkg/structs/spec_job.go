@@ -287,10 +287,7 @@ func (rs *ResourcesSpec) convert(field string, n int64) (Resources, error) {
 		}
 	}
 	if rs.Memory != "" {
-		if r.Memory, err = unitValue(field+".memory", rs.Memory, 1, "bytes"); err != nil {
-			return r, err
-		}
-		if err := memoryFloor(field+".memory", rs.Memory, r.Memory); err != nil {
+		if r.Memory, err = memoryValue(field+".memory", rs.Memory); err != nil {
 			return r, err
 		}
 		if err := noOverflow(field+".memory", rs.Memory, r.Memory, n); err != nil {
@@ -478,18 +475,17 @@ func fallbackCPUMemory(field string, f FallbackSpec, main Shape, sh *Shape) erro
 	n := int64(sh.Replicas)
 	r := &sh.Resources
 	for _, q := range []struct {
-		name    string
-		given   Quantity
-		perUnit int64
-		unit    string
-		job     int64
-		out     *int64
+		name  string
+		given Quantity
+		parse func(string, Quantity) (int64, error)
+		job   int64
+		out   *int64
 	}{
-		{"cpu", f.CPU, 1000, "millicores", main.Resources.MilliCPU, &r.MilliCPU},
-		{"memory", f.Memory, 1, "bytes", main.Resources.Memory, &r.Memory},
+		{"cpu", f.CPU, milliCPUValue, main.Resources.MilliCPU, &r.MilliCPU},
+		{"memory", f.Memory, memoryValue, main.Resources.Memory, &r.Memory},
 	} {
 		if q.given != "" {
-			v, err := unitValue(field+"."+q.name, q.given, q.perUnit, q.unit)
+			v, err := q.parse(field+"."+q.name, q.given)
 			if err != nil {
 				return err
 			}

@@ -166,15 +166,24 @@ func quantityExample(unit string) string {
 	return "8"
 }
 
-// MinMemory is the least memory a task may ask for: below it no process
-// runs, and a bare number (bytes) meant as MiB is the likely mistake.
+// milliCPUValue converts a cpu quantity to millicores.
+func milliCPUValue(field string, q Quantity) (int64, error) {
+	return unitValue(field, q, 1000, "millicores")
+}
+
+// MinMemory is the least memory a job, node or quota may give above 0:
+// below it no process runs, and a bare number (bytes) meant as MiB is the
+// likely mistake.
 const MinMemory = 1 << 20
 
-// memoryFloor refuses a memory request above 0 and below MinMemory,
-// suggesting MiB for a bare number.
-func memoryFloor(field string, q Quantity, v int64) error {
-	if v <= 0 || v >= MinMemory {
-		return nil
+// memoryValue converts a memory quantity to bytes, as unitValue does, and
+// refuses one above 0 and below MinMemory, suggesting MiB for a bare
+// number. Job specs, node specs and quota limits all read memory through
+// it, so each refuses "memory: 16" with the same words.
+func memoryValue(field string, q Quantity) (int64, error) {
+	v, err := unitValue(field, q, 1, "bytes")
+	if err != nil || v <= 0 || v >= MinMemory {
+		return v, err
 	}
 	s := strings.TrimSpace(string(q))
 	msg := fmt.Sprintf("%s is too small: use at least %s", s, FormatBytes(MinMemory))
@@ -184,7 +193,7 @@ func memoryFloor(field string, q Quantity, v int64) error {
 		}
 		msg = fmt.Sprintf("%s is too small: memory is in bytes unless it has a unit; did you mean %dMi?", s, n)
 	}
-	return &FieldError{Field: field, Msg: msg}
+	return 0, &FieldError{Field: field, Msg: msg}
 }
 
 func abs32(x int32) int32 {
