@@ -37,6 +37,9 @@ func (c *NodeUpsert) apply(s *State) (any, error) {
 		return nil, invalidf("node %s: a node of that name is in cluster %s, not %s: node names must be unique across clusters (remove it from %s first to move it; a kubernetes Node's name is its node's)",
 			n.Name, old.Cluster, n.Cluster, old.Cluster)
 	}
+	if err := s.sameSpelling(n); err != nil {
+		return nil, err
+	}
 	nn := *n
 	if old != nil && nn.Cluster == "" {
 		nn.Cluster = old.Cluster
@@ -184,28 +187,65 @@ func (c *QuotaSet) apply(s *State) (any, error) {
 // type no node has is accepted: nodes join clusters after their quotas.
 func (s *State) knownKey(k structs.ResourceKey) error {
 	kind, t, ok := strings.Cut(string(k), "/")
-	if !ok {
+	if !ok || (kind != "gpu" && kind != "device") {
 		return nil
 	}
-	have := map[string]bool{}
+	have := map[string]structs.NodeID{}
 	for _, n := range s.Nodes {
-		switch {
-		case kind == "gpu" && n.Capacity.Accels > 0 && n.Capacity.AccelType != "":
-			have[n.Capacity.AccelType] = true
-		case kind == "device":
-			for d := range n.Capacity.Devices {
-				have[d] = true
-			}
+		for _, nt := range nodeTypes(n, kind) {
+			have[nt] = n.Name
 		}
 	}
-	if have[t] {
+	if _, ok := have[t]; ok {
 		return nil
 	}
-	what := map[string]string{"gpu": "accelerator", "device": "device"}[kind]
 	names := slices.Sorted(maps.Keys(have))
-	for _, n := range names {
-		if strings.EqualFold(n, t) {
-			return fmt.Errorf("unknown %s type %q: this cluster has %s; did you mean %s/%s? (types are case-sensitive)", what, t, strings.Join(names, ", "), kind, n)
+	if twin := structs.CaseTwin(names, t); twin != "" {
+		return fmt.Errorf("unknown %s type %q: this cluster has %s; did you mean %s/%s? (types are case-sensitive)", typeWord[kind], t, strings.Join(names, ", "), kind, twin)
+	}
+	return nil
+}
+
+// typeWord names a kind of type in messages.
+var typeWord = map[string]string{"gpu": "accelerator", "device": "device"}
+
+// nodeTypes lists node n's accelerator types (kind "gpu") or device types
+// (kind "device").
+func nodeTypes(n *structs.Node, kind string) []string {
+	if kind == "device" {
+		if len(n.Capacity.Devices) == 0 {
+			return nil
+		}
+		return slices.Sorted(maps.Keys(n.Capacity.Devices))
+	}
+	if n.Capacity.Accels > 0 && n.Capacity.AccelType != "" {
+		return []string{n.Capacity.AccelType}
+	}
+	return nil
+}
+
+// sameSpelling refuses node n's accelerator or device type when another
+// node has it spelled in another case (a100 where node gpu-1 has A100):
+// the two would be different types, and every job, quota and fair-share
+// weight naming one would miss the other's nodes. The node named is the
+// first by name, so every server says the same.
+func (s *State) sameSpelling(n *structs.Node) error {
+	for _, kind := range []string{"gpu", "device"} {
+		for _, t := range nodeTypes(n, kind) {
+			var by structs.NodeID
+			var twin string
+			for name, o := range s.Nodes {
+				if name == n.Name || (by != "" && name > by) {
+					continue
+				}
+				if tw := structs.CaseTwin(nodeTypes(o, kind), t); tw != "" {
+					by, twin = name, tw
+				}
+			}
+			if twin != "" {
+				return invalidf("node %s: %s type %q differs only in case from node %s's %s: types are case-sensitive, so jobs and quotas naming one would never get the other: write %s",
+					n.Name, typeWord[kind], t, by, twin, twin)
+			}
 		}
 	}
 	return nil

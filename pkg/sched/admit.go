@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -182,11 +183,11 @@ func (w *world) checkKnown(j *structs.Job) error {
 	for i := 0; i < j.NumShapes(); i++ {
 		r := j.ShapeAt(i).Resources
 		if r.Accels > 0 && r.AccelType != "" && !accel[r.AccelType] {
-			return unknownf("unknown accelerator type %q: this cluster has %s", r.AccelType, known(accel))
+			return unknownf("unknown accelerator type %q: this cluster has %s%s", r.AccelType, known(accel), meant(accel, r.AccelType))
 		}
 		for d := range r.Devices {
 			if !dev[d] {
-				return unknownf("unknown device type %q: this cluster has %s", d, known(dev))
+				return unknownf("unknown device type %q: this cluster has %s%s", d, known(dev), meant(dev, d))
 			}
 		}
 	}
@@ -220,6 +221,14 @@ func unknownf(format string, a ...any) error { return &UnknownError{msg: fmt.Spr
 type knownTypes struct {
 	accel, dev map[string]bool
 	clusters   map[structs.ClusterID]bool
+}
+
+// meant suggests the type in m that t differs from only in case.
+func meant(m map[string]bool, t string) string {
+	if twin := structs.CaseTwin(slices.Sorted(maps.Keys(m)), t); twin != "" {
+		return fmt.Sprintf("; did you mean %s? (types are case-sensitive)", twin)
+	}
+	return ""
 }
 
 func known(m map[string]bool) string {

@@ -24,6 +24,19 @@ func ValidateTypeName(field, s string) error {
 	return nil
 }
 
+// CaseTwin returns the name in have that equals t when case is ignored
+// but not otherwise ("A100" for "a100"), or "" when there is none. Types
+// are case-sensitive: a100 and A100 are different types, and writing one
+// for the other is a typo that would match nothing.
+func CaseTwin(have []string, t string) string {
+	for _, h := range have {
+		if h != t && strings.EqualFold(h, t) {
+			return h
+		}
+	}
+	return ""
+}
+
 // ValidateObjectName returns an error naming field if s is not a DNS-1123
 // label (lowercase letters, digits and '-', at most 63 characters), the
 // form Kubernetes requires of the names atom derives objects from.
