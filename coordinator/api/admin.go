@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -422,4 +423,20 @@ func (s *server) putCluster(_ http.ResponseWriter, r *http.Request, _ caller) (i
 		return 0, nil, err
 	}
 	return s.getCluster(nil, r, caller{})
+}
+
+// deleteCluster: DELETE /v1/clusters/{name} (admins); refused, naming
+// them, while nodes are in it or jobs that have not ended are pinned to it.
+func (s *server) deleteCluster(_ http.ResponseWriter, r *http.Request, _ caller) (int, any, error) {
+	name := r.PathValue("name")
+	if err := objectName("cluster", name); err != nil {
+		return 0, nil, err
+	}
+	if _, err := s.apply(r.Context(), &state.ClusterRemove{Name: structs.ClusterID(name)}); err != nil {
+		if errors.Is(err, state.ErrNotFound) {
+			return 0, nil, errorf(http.StatusNotFound, "cluster %s not found", name)
+		}
+		return 0, nil, conflictIfInvalid(err)
+	}
+	return http.StatusNoContent, nil, nil
 }

@@ -189,6 +189,7 @@ func (s *server) routes(reg *prometheus.Registry) {
 	s.handle("GET /v1/clusters", authUser, s.listClusters)
 	s.handle("GET /v1/clusters/{name}", authUser, s.getCluster)
 	s.handle("PUT /v1/clusters/{name}", authAdmin, s.putCluster)
+	s.handle("DELETE /v1/clusters/{name}", authAdmin, s.deleteCluster)
 
 	s.volumeRoutes()
 	s.configRoutes()

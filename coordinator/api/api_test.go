@@ -181,6 +181,8 @@ func TestAccessMatrix(t *testing.T) {
 		{"GET", "/v1/clusters", "", all, nil},
 		{"GET", "/v1/clusters/local", "", all, nil},
 		{"PUT", "/v1/clusters/local", `{name: local, backend: local}`, adminOnly(ok), nil},
+		// Nodes are in it: refused, past the access check.
+		{"DELETE", "/v1/clusters/local", "", adminOnly(conflict), nil},
 		// The test API has no kubernetes cluster: past the access check,
 		// 422 (volumes live in one).
 		{"POST", "/v1/volumes", `{"name": "data", "size": "1Gi"}`, [4]int{422, 422, 422, 422}, nil},

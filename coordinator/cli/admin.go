@@ -79,6 +79,11 @@ func clusterCommand() *cli.Command {
 					"   coordinator cluster get -o yaml NAME > c.yaml; edit c.yaml; coordinator cluster set -f c.yaml\n" +
 					"It says what it changed, such as: cluster local set: topology levels rack removed; redis added.",
 				Flags: []cli.Flag{fileFlag("the cluster spec (name, backend, redis, topology, ...)"), outputFlag()}, Action: clusterSet},
+			{Name: "delete", Usage: "delete a cluster no node is in and no unended job is pinned to (admins)", ArgsUsage: "NAME",
+				Description: "Refused, naming them, while nodes are in the cluster (delete them first) or jobs that have\n" +
+					"not ended are pinned to it (cancel them or let them end). A kubernetes cluster that the\n" +
+					"servers' --cluster-config lists comes back at their next start: remove it there too.",
+				Action: clusterDelete},
 		},
 	}
 }
@@ -439,10 +444,16 @@ func clusterSet(c *cli.Context) error {
 		Name structs.ClusterID `json:"name"`
 	}
 	var before *structs.Cluster
+	var others []*structs.Cluster
 	if yaml.Unmarshal(spec, &named) == nil && named.Name != "" {
 		before, err = api.Cluster(c.Context, named.Name)
 		if err != nil && !errors.Is(err, client.ErrNotFound) {
 			return err
+		}
+		if before == nil {
+			if others, err = api.Clusters(c.Context); err != nil {
+				return err
+			}
 		}
 	}
 	cl, err := api.SetCluster(c.Context, spec)
@@ -450,10 +461,41 @@ func clusterSet(c *cli.Context) error {
 		return err
 	}
 	said := clusterChanges(before, cl)
+	if before == nil && len(others) > 0 {
+		said = clusterAdded(cl.Name, others)
+	}
 	if f, _ := format(c); f != formatTable {
 		fmt.Fprintln(c.App.ErrWriter, said)
 	}
 	return show(c, cl, func(w io.Writer) { fmt.Fprintln(w, said) })
+}
+
+// clusterAdded says plainly that cluster set made a new cluster beside
+// others (a typo in a name makes one), what that changes, and how to undo it.
+func clusterAdded(name structs.ClusterID, others []*structs.Cluster) string {
+	names := make([]string, len(others))
+	for i, o := range others {
+		names[i] = string(o.Name)
+	}
+	which := "cluster " + names[0]
+	if len(names) > 1 {
+		which = "clusters " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("cluster %s added: a new cluster, beside %s; node specs must now name their cluster. "+
+		"If you meant to change an existing one, set it by its name; coordinator cluster delete %s removes this one",
+		name, which, name)
+}
+
+func clusterDelete(c *cli.Context) error {
+	a, err := args(c, "NAME")
+	if err != nil {
+		return err
+	}
+	if err := newClient(c).DeleteCluster(c.Context, structs.ClusterID(a[0])); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "cluster %s deleted\n", a[0])
+	return nil
 }
 
 // clusterChanges says what setting a cluster changed: a spec replaces

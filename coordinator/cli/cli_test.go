@@ -327,7 +327,8 @@ func TestAdminCommands(t *testing.T) {
 	assert.Equal(t, "node v1 deleted\n", must(t, e, "admin", "node", "delete", "v1"))
 	assert.Equal(t, "pool vision deleted\n", must(t, e, "admin", "pool", "delete", "vision"))
 
-	assert.Equal(t, "cluster remote added\n", must(t, e, "admin", "cluster", "set", "-f", file(t, "name: remote\nbackend: kubernetes\nredis: 10.0.0.5:6379\n")))
+	assert.Contains(t, must(t, e, "admin", "cluster", "set", "-f", file(t, "name: remote\nbackend: kubernetes\nredis: 10.0.0.5:6379\n")),
+		"cluster remote added: a new cluster, beside cluster local; node specs must now name their cluster.")
 	assert.Equal(t, ""+
 		"NAME    BACKEND     REDIS\n"+
 		"local   local       -\n"+

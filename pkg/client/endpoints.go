@@ -223,6 +223,12 @@ func (c *Client) Cluster(ctx context.Context, name structs.ClusterID) (*structs.
 	return &out, nil
 }
 
+// DeleteCluster deletes a cluster no node is in and no unended job is
+// pinned to (admins).
+func (c *Client) DeleteCluster(ctx context.Context, name structs.ClusterID) error {
+	return c.do(ctx, request{method: http.MethodDelete, path: "/v1/clusters/" + seg(string(name))})
+}
+
 // SetCluster creates or replaces the cluster a cluster spec describes
 // (admins).
 func (c *Client) SetCluster(ctx context.Context, spec []byte) (*structs.Cluster, error) {
