@@ -30,7 +30,7 @@ const maxLogBytes = 8 << 20
 // tasks the job has.
 const minTaskLogBytes = 4 << 10
 
-// jobLogs: GET /v1/jobs/{id}/logs[?task=T][&all=true][&follow=true]: the
+// jobLogs: GET /v1/jobs/{id}/logs[?task=T][&all=true][&follow=true][&offset=N]: the
 // output of the job's tasks, as text: the current attempt's (each
 // replica's newest task), with all every task the job kept (earlier
 // attempts, replaced replicas), or one (task: a task ID, or a replica
@@ -38,7 +38,9 @@ const minTaskLogBytes = 4 << 10
 // <==" header. Without follow, the tasks share maxLogBytes and each
 // shows the end of its output, after a line saying how much was cut. With
 // follow, the response stays open and streams all the task wrote and
-// writes until it ends or the client goes away.
+// writes until it ends or the client goes away. offset (with follow)
+// leaves out the first N bytes of its output: a client whose stream broke
+// (a coordinator restart) asks for what comes after what it has.
 func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int, any, error) {
 	js, err := s.jobStatus(r.Context(), structs.JobID(r.PathValue("id")), c)
 	if err != nil {
@@ -56,6 +58,15 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 	}
 	if follow && len(tasks) != 1 {
 		return 0, nil, errorf(http.StatusBadRequest, "follow needs one task: add ?task=ID (the job has %d)", len(tasks))
+	}
+	var offset int64
+	if o := q.Get("offset"); o != "" {
+		if offset, err = strconv.ParseInt(o, 10, 64); err != nil || offset < 0 {
+			return 0, nil, errorf(http.StatusBadRequest, "offset %q is not allowed: use a byte count, 0 or more", trunc(o))
+		}
+		if !follow {
+			return 0, nil, errorf(http.StatusBadRequest, "offset is for a followed stream: add follow=true and task=ID")
+		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if hidden > 0 {
@@ -86,6 +97,11 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 			fmt.Fprintf(w, "(no output kept: %s)\n", noOutput(err))
 			continue
 		}
+		if err == nil && offset > 0 {
+			if err = skip(rc, offset); err != nil {
+				rc.Close()
+			}
+		}
 		if err != nil {
 			fmt.Fprintf(w, "(cannot read the output: %v)\n", err)
 			continue
@@ -114,6 +130,20 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 		rc.Close()
 	}
 	return 0, nil, nil
+}
+
+// skip leaves out the first n bytes of rc: a file seeks past them, a
+// stream (another server's, a container log) reads them.
+func skip(rc io.ReadCloser, n int64) error {
+	if s, ok := rc.(io.Seeker); ok {
+		_, err := s.Seek(n, io.SeekStart)
+		return err
+	}
+	_, err := io.CopyN(io.Discard, rc, n)
+	if errors.Is(err, io.EOF) {
+		return nil // all of it was before the offset
+	}
+	return err
 }
 
 // logTasks picks the tasks of js whose output a logs request shows, and

@@ -31,6 +31,9 @@ type LogOptions struct {
 	All bool
 	// Follow keeps streaming one task's output until it ends.
 	Follow bool
+	// Offset, with Follow, leaves out the first Offset bytes of the
+	// task's output: what an earlier stream, cut short, already gave.
+	Offset int64
 	// Notes, if set, gets the note that stopped tasks are not shown,
 	// after the output, which then does not end with it.
 	Notes io.Writer
@@ -47,6 +50,9 @@ func (c *Client) LogsWith(ctx context.Context, id structs.JobID, o LogOptions, w
 	}
 	if o.Follow {
 		q.Set("follow", "true")
+	}
+	if o.Offset > 0 {
+		q.Set("offset", strconv.FormatInt(o.Offset, 10))
 	}
 	if o.Notes != nil {
 		q.Set("hidden", "header")
