@@ -12,6 +12,7 @@ import (
 
 	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 func jobLogs(c *cli.Context) error {
@@ -32,7 +33,69 @@ func jobLogs(c *cli.Context) error {
 		}
 		o.Task = string(t)
 	}
+	if o.Follow {
+		return followTask(c, cl, id, o, c.App.Writer)
+	}
 	return cl.LogsWith(c.Context, id, o, c.App.Writer)
+}
+
+// followTask streams task o.Task's output to w until the task ends,
+// riding out a coordinator that breaks the stream or cannot be reached (a
+// restart): it says so once on stderr and connects again every
+// --interval, asking for the output after what it has written, so no
+// line comes twice. A coordinator that stays away for the app's --timeout
+// (0: for ever) ends it with exit status exitUnreachable, as job wait.
+func followTask(c *cli.Context, cl *client.Client, id structs.JobID, o client.LogOptions, w io.Writer) error {
+	once := *cl
+	once.Retries = 0 // this loop retries, and counts the outage
+	limit, _ := c.App.Metadata[timeoutKey].(time.Duration)
+	out := &countingWriter{w: w}
+	var away time.Time // when the coordinator went away; zero while it answers
+	noted := false
+	for {
+		before := out.n
+		o.Offset = before
+		err := once.LogsWith(c.Context, id, o, out)
+		switch {
+		case err == nil, c.Context.Err() != nil:
+			return nil
+		case out.err != nil || !unreachable(err):
+			return err
+		}
+		if out.n > before || away.IsZero() {
+			away = time.Now() // it answered until now
+		}
+		if limit > 0 && time.Since(away) >= limit {
+			return unreachableExit(cl, fmt.Sprintf("follow the output of job %s", id), err)
+		}
+		if !noted {
+			noted = true
+			fmt.Fprintf(c.App.ErrWriter, "coordinator: lost the output stream from the coordinator at %s (%v): reconnecting until it answers\n", cl.Addr(), err)
+		}
+		t := time.NewTimer(c.Duration("interval"))
+		select {
+		case <-c.Context.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// countingWriter counts the bytes written to w, and keeps w's error.
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // taskToFollow picks the task `job logs -f ID` streams when --task names
@@ -44,8 +107,9 @@ func jobLogs(c *cli.Context) error {
 // -f` is the common case.
 func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.TaskID, error) {
 	said := false
+	poll := followPoller(c, cl, id)
 	for {
-		st, err := cl.Job(c.Context, id)
+		st, err := poll()
 		if err != nil {
 			return "", err
 		}
@@ -79,6 +143,20 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.
 		if err := pause(c, id); err != nil {
 			return "", err
 		}
+	}
+}
+
+// followPoller reads job id for job logs -f, riding out a coordinator
+// that cannot be reached (a restart) as job wait does, for the app's
+// --timeout at most (0: for ever), then exit status exitUnreachable.
+func followPoller(c *cli.Context, cl *client.Client, id structs.JobID) func() (*wire.JobStatus, error) {
+	limit, _ := c.App.Metadata[timeoutKey].(time.Duration)
+	p := &jobPoller{c: c, cl: cl, id: id, interval: c.Duration("interval"), what: fmt.Sprintf("follow the output of job %s", id)}
+	return func() (*wire.JobStatus, error) {
+		if limit > 0 {
+			p.deadline, p.last = time.Now().Add(limit), nil // the limit is on each outage
+		}
+		return p.get()
 	}
 }
 
@@ -120,8 +198,9 @@ func followReplicas(c *cli.Context, cl *client.Client, id structs.JobID) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	said := false
+	poll := followPoller(c, cl, id)
 	for {
-		st, err := cl.Job(c.Context, id)
+		st, err := poll()
 		if c.Context.Err() != nil {
 			return nil
 		}
@@ -140,7 +219,7 @@ func followReplicas(c *cli.Context, cl *client.Client, id structs.JobID) error {
 			go func(task structs.TaskID) {
 				defer wg.Done()
 				w := out.prefixed("[" + string(task) + "] ")
-				err := cl.LogsWith(c.Context, id, client.LogOptions{Task: string(task), Follow: true}, w)
+				err := followTask(c, cl, id, client.LogOptions{Task: string(task), Follow: true}, w)
 				w.Close()
 				if err != nil {
 					fmt.Fprintf(c.App.ErrWriter, "coordinator: job logs: task %s: %v\n", task, err)

@@ -46,6 +46,7 @@ type jobPoller struct {
 	id       structs.JobID
 	interval time.Duration
 	deadline time.Time
+	what     string // what is given up, in the message; "wait for job ID" if ""
 	noted    bool
 	last     *wire.JobStatus // the last answer
 	down     bool            // the last try found no coordinator
@@ -57,7 +58,10 @@ type jobPoller struct {
 // coordinator answered returns the last answer, for the caller to say
 // the wait timed out with the state it saw.
 func (p *jobPoller) get() (*wire.JobStatus, error) {
-	what := fmt.Sprintf("wait for job %s", p.id)
+	what := p.what
+	if what == "" {
+		what = fmt.Sprintf("wait for job %s", p.id)
+	}
 	// The client's own retries would hide an outage for seconds, and
 	// the deadline with them: this loop retries instead.
 	cl := *p.cl

@@ -117,3 +117,26 @@ func TestWaitUnreachable(t *testing.T) {
 	assert.Equal(t, exitUnreachable, code, stderr)
 	assert.Contains(t, stderr, "(retry with --request-id r-1): could not reach the coordinator at "+addr+": ")
 }
+
+// job logs -f rides out a coordinator that cannot be reached as job wait
+// does, for the app's --timeout, then exits 4 with job wait's message:
+// following one task (--task) and waiting for the job's placement alike.
+func TestLogsFollowUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	for _, args := range [][]string{{"--task", "batch-00001-0-a0"}, {}} {
+		var out, errOut bytes.Buffer
+		app := App()
+		app.Writer, app.ErrWriter = &out, &errOut
+		start := time.Now()
+		err := app.RunContext(context.Background(), append(append([]string{"coordinator", "--addr", addr, "--token", "t", "--timeout", "300ms",
+			"job", "logs", "-f", "--interval", "10ms"}, args...), "batch-00001"))
+		assert.Equal(t, exitUnreachable, ExitCode(err), "%v %v", args, err)
+		assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "it tried until --timeout")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "follow the output of job batch-00001: could not reach the coordinator at "+addr+": ")
+		assert.Empty(t, out.String())
+	}
+}
