@@ -11,6 +11,7 @@
 package cli
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -238,18 +239,35 @@ func newClient(c *cli.Context) *client.Client {
 // readSpec reads the -f file ("-" for standard input).
 func readSpec(c *cli.Context) ([]byte, error) {
 	name := c.String("file")
+	var b []byte
+	var err error
+	where := "spec file " + name
 	if name == "-" {
 		r := c.App.Reader
 		if r == nil {
 			r = os.Stdin
 		}
-		return io.ReadAll(r)
+		b, err = io.ReadAll(r)
+		where = "the spec on standard input"
+	} else {
+		b, err = os.ReadFile(name)
 	}
-	b, err := os.ReadFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("read spec: %w", err)
 	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("%s is empty: give %s in YAML or JSON", where, specKind(c))
+	}
 	return b, nil
+}
+
+// specKind names the spec a command takes: "a job spec" for job submit,
+// "a node spec" for node set.
+func specKind(c *cli.Context) string {
+	if w := strings.Fields(c.Command.HelpName); len(w) >= 3 {
+		return "a " + w[len(w)-2] + " spec"
+	}
+	return "the spec"
 }
 
 func fileFlag(what string) *cli.StringFlag {

@@ -20,7 +20,7 @@ func TestEmptyArgumentRefused(t *testing.T) {
 	for _, line := range []string{
 		"job status ID", "job why ID", "job cancel ID", "job logs ID", "job wait --for running ID", "job events ID",
 		"service scale ID 2", "service scale web-00001 REPLICAS", "service restart ID",
-		"quota get SCOPE", "pool delete NAME", "node delete NAME", "node release NAME", "cluster get NAME",
+		"quota get SCOPE", "pool delete NAME", "node delete NAME", "node release NAME", "cluster get NAME", "cluster delete NAME",
 		"config get NAME", "config create NAME", "config update NAME", "config delete NAME",
 		"secret get NAME", "secret delete NAME", "volume create NAME", "volume delete NAME",
 		"completion bash|zsh|fish",

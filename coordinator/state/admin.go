@@ -105,7 +105,7 @@ func (c *PoolUpsert) apply(s *State) (any, error) {
 	}
 	for _, o := range s.Pools {
 		if o.Project == p.Project && o.Name != p.Name {
-			return nil, fmt.Errorf("pool %s: project %s already has pool %s: %w", p.Name, p.Project, o.Name, ErrExists)
+			return nil, existsf("pool %s: project %s already has pool %s, and a project has one pool: set %s instead, or delete it first", p.Name, p.Project, o.Name, o.Name)
 		}
 	}
 	s.Pools[p.Name] = p

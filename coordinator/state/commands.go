@@ -64,6 +64,16 @@ func (e *invalidError) Unwrap() []error { return []error{e.err, ErrInvalid} }
 
 func invalidf(format string, a ...any) error { return &invalidError{fmt.Errorf(format, a...)} }
 
+// existsError is a command refused because what it makes is there: its
+// message says what and what to do; it matches ErrExists without
+// appending ": already exists" to a message that said so already.
+type existsError struct{ err error }
+
+func (e *existsError) Error() string   { return e.err.Error() }
+func (e *existsError) Unwrap() []error { return []error{e.err, ErrExists} }
+
+func existsf(format string, a ...any) error { return &existsError{fmt.Errorf(format, a...)} }
+
 // decoders builds an empty command of each type for decoding.
 var decoders = map[MsgType]func() Command{}
 

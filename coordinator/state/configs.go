@@ -73,14 +73,14 @@ func (c *ConfigPut) apply(s *State) (any, error) {
 	case o != nil && o.Current().Digest == c.Digest:
 		return ConfigPutResult{Version: o.Current().Version, Existing: c.Create, Unchanged: !c.Create}, nil
 	case o != nil && c.Create:
-		return nil, fmt.Errorf("%s %s of %s %w: update it (coordinator %s update %s) or delete it first", c.ID.Kind, c.ID.Name, c.ID.Owner, ErrExists, c.ID.Kind, c.ID.Name)
+		return nil, existsf("%s %s of %s already exists: update it (coordinator %s update %s) or delete it first", c.ID.Kind, c.ID.Name, c.ID.Owner, c.ID.Kind, c.ID.Name)
 	}
 	want := 1
 	if o != nil {
 		want = o.Current().Version + 1
 	}
 	if c.Version != want {
-		return nil, fmt.Errorf("%s %s of %s changed meanwhile (now version %d): send the update again: %w", c.ID.Kind, c.ID.Name, c.ID.Owner, want-1, ErrExists)
+		return nil, existsf("%s %s of %s changed meanwhile (now version %d): send the update again", c.ID.Kind, c.ID.Name, c.ID.Owner, want-1)
 	}
 	v := &structs.ConfigVersion{Version: c.Version, Keys: slices.Clone(c.Keys), Digest: c.Digest, Updated: c.Now, By: c.By,
 		Data: c.Data, Sealed: c.Sealed}

@@ -225,7 +225,7 @@ func TestJobNameTaken(t *testing.T) {
 	l.must(&state.JobSubmit{Job: job("web-1", st.NewJob("web", "u1").Low().CPU(1, 1)), Now: t0})
 	_, err := l.do(&state.JobSubmit{Job: job("web-2", st.NewJob("web", "u1").Low().CPU(1, 1)), Now: t0})
 	require.ErrorIs(t, err, state.ErrExists)
-	assert.EqualError(t, err, "job name web is taken by user u1's active job web-1 (Pending): a name is unique among a user's (or a project's) jobs that have not ended; cancel it, wait for it to end, or choose another name: already exists")
+	assert.EqualError(t, err, "job name web is taken by user u1's active job web-1 (Pending): a name is unique among a user's (or a project's) jobs that have not ended; cancel it, wait for it to end, or choose another name")
 	l.must(&state.JobSubmit{Job: job("web-3", st.NewJob("web", "u2").Low().CPU(1, 1)), Now: t0}) // another user's namespace
 	l.must(&state.JobCancel{ID: "web-1", Now: t0})
 	l.must(&state.JobSubmit{Job: job("web-4", st.NewJob("web", "u1").Low().CPU(1, 1)), Now: t0})

@@ -60,7 +60,7 @@ func (c *ExecutorPreempt) apply(s *State) (any, error) {
 	live := 0
 	for _, t := range s.TasksOf(j.ID) {
 		if t.Executor == c.Pod && t.State.HoldsResources() {
-			return nil, fmt.Errorf("executor pod %s is task %s already: %w", c.Pod, t.ID, ErrExists)
+			return nil, existsf("executor pod %s is task %s already", c.Pod, t.ID)
 		}
 		if t.Attempt == j.Attempt && t.Executor != "" && t.State.HoldsResources() && t.State != structs.TaskStopping {
 			live++
@@ -71,7 +71,7 @@ func (c *ExecutorPreempt) apply(s *State) (any, error) {
 	}
 	for _, o := range s.Reservations {
 		if o.Kind == sched.ReserveExecutor && o.Job == j.ID && o.Executor == c.Pod {
-			return nil, fmt.Errorf("executor pod %s: room is held for it on node %s already: %w", c.Pod, o.Node, ErrExists)
+			return nil, existsf("executor pod %s: room is held for it on node %s already", c.Pod, o.Node)
 		}
 	}
 	ask := j.Spark.ExecutorResources()

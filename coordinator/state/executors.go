@@ -58,7 +58,7 @@ func (c *ExecutorAdd) apply(s *State) (any, error) {
 	live, next := 0, j.Replicas
 	for _, t := range s.TasksOf(j.ID) {
 		if t.Executor == c.Pod && t.State.HoldsResources() {
-			return nil, fmt.Errorf("executor pod %s is task %s already: %w", c.Pod, t.ID, ErrExists)
+			return nil, existsf("executor pod %s is task %s already", c.Pod, t.ID)
 		}
 		if t.Attempt != j.Attempt {
 			continue
@@ -85,7 +85,7 @@ func (c *ExecutorAdd) apply(s *State) (any, error) {
 	}
 	id := structs.MakeTaskID(j.ID, next, j.Attempt)
 	if s.Tasks[id] != nil {
-		return nil, fmt.Errorf("task %s: %w", id, ErrExists)
+		return nil, existsf("task %s already exists", id)
 	}
 	t := &structs.Task{
 		ID: id, Job: j.ID, Index: next, Attempt: j.Attempt, Node: c.Node, Pool: c.Pool, Priority: j.Priority,

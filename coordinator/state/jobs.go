@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/atom-sched/atom/pkg/sched"
@@ -30,6 +31,10 @@ type SubmitResult struct {
 
 func (*JobSubmit) Type() MsgType { return MsgJobSubmit }
 
+// plainRequestID is a request ID as its client sent it: the state keys
+// it by user ("u1/req-1"), since two users may send the same one.
+func plainRequestID(id string) string { return id[strings.LastIndexByte(id, '/')+1:] }
+
 func (c *JobSubmit) apply(s *State) (any, error) {
 	if c.RequestID != "" {
 		if id, ok := s.Requests[c.RequestID]; ok {
@@ -38,7 +43,7 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 			// sent again with the same ID returned the old job.
 			if o := s.Jobs[id]; o != nil && c.Job != nil {
 				if f := specDiffers(o, c.Job); f != "" {
-					return nil, fmt.Errorf("request ID %q was used for job %s (%s): this spec differs in %s: use a new request ID for a new job: %w", c.RequestID, o.ID, o.Name, f, ErrExists)
+					return nil, existsf("request ID %q was used for job %s (%s): this spec differs in %s: use a new request ID for a new job", plainRequestID(c.RequestID), o.ID, o.Name, f)
 				}
 			}
 			return SubmitResult{JobID: id, Existing: true}, nil
@@ -49,7 +54,7 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 		return nil, invalidf("submit: job and job ID are required")
 	}
 	if s.Jobs[j.ID] != nil {
-		return nil, fmt.Errorf("job ID %s: %w", j.ID, ErrExists)
+		return nil, existsf("job ID %s already exists", j.ID)
 	}
 	if id, ok := s.live[nameOf(j)]; ok {
 		o := s.Jobs[id]
@@ -57,8 +62,8 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 		if o.Project != "" {
 			whose = "project " + string(o.Project) + "'s"
 		}
-		return nil, fmt.Errorf("job name %s is taken by %s active job %s (%s): a name is unique among a user's (or a project's) jobs that have not ended; cancel it, wait for it to end, or choose another name: %w",
-			j.Name, whose, o.ID, o.State, ErrExists)
+		return nil, existsf("job name %s is taken by %s active job %s (%s): a name is unique among a user's (or a project's) jobs that have not ended; cancel it, wait for it to end, or choose another name",
+			j.Name, whose, o.ID, o.State)
 	}
 	if n := j.PreemptNotice; n != nil {
 		if pool, max := s.maxNotice(j); time.Duration(n.Seconds)*time.Second > max {

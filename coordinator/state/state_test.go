@@ -176,7 +176,7 @@ func TestJobLifecycle(t *testing.T) {
 	// So is the same name with an edited spec: it returned the old job.
 	_, err = l.do(&state.JobSubmit{RequestID: "r1", Job: job("train-4", st.NewJob("train", "u1").MPI(2).GPU("A", 4)), Now: t0})
 	require.ErrorIs(t, err, state.ErrExists)
-	assert.EqualError(t, err, `request ID "r1" was used for job train-1 (train): this spec differs in resources: use a new request ID for a new job: already exists`)
+	assert.EqualError(t, err, `request ID "r1" was used for job train-1 (train): this spec differs in resources: use a new request ID for a new job`)
 	assert.Len(t, l.s.Jobs, 1)
 	// The same name without the request ID is refused and charges nothing.
 	_, err = l.do(&state.JobSubmit{Job: job("train-3", st.NewJob("train", "u1").GPU("A", 1)), Now: t0})

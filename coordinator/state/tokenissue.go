@@ -35,7 +35,7 @@ func (c *TokenIssue) apply(s *State) (any, error) {
 	case t.TokenIssued && c.Nonce != "" && c.Nonce == t.TokenNonce:
 		return nil, nil // atom's retry
 	case t.TokenIssued:
-		return nil, fmt.Errorf("task %s: its allocation token was handed out already, to its atom, which asks once before the job starts: %w", c.Task, ErrExists)
+		return nil, existsf("task %s: its allocation token was handed out already, to its atom, which asks once before the job starts", c.Task)
 	}
 	s.putTask(c.Task, func(t *structs.Task) { t.TokenIssued, t.TokenNonce = true, c.Nonce })
 	return nil, nil

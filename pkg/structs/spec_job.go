@@ -184,8 +184,12 @@ func (s *JobSpec) convert() (*Job, error) {
 
 // identity checks kind, name, project, priority and labels.
 func (s *JobSpec) identity(j *Job) error {
+	const kinds = "mpi, spark, service, command or a plugin's kind"
+	if s.Kind == "" {
+		return &FieldError{Field: "kind", Msg: "is required: use " + kinds}
+	}
 	if len(validation.IsDNS1035Label(string(s.Kind))) > 0 {
-		return bad("kind", string(s.Kind), "use mpi, spark, service, command or a plugin's kind (a DNS-1035 label: lowercase, starting with a letter)")
+		return bad("kind", string(s.Kind), "use "+kinds+" (a DNS-1035 label: lowercase, starting with a letter)")
 	}
 	if err := ValidateObjectName("name", s.Name); err != nil {
 		return err

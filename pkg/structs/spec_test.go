@@ -232,7 +232,8 @@ func TestJobSpecRejects(t *testing.T) {
 		// Names and text.
 		{"empty spec", "", "job spec is empty"},
 		{"comments only", "# nothing\n---\n", "job spec is empty"},
-		{"empty object", "{}", `kind "" is not allowed`},
+		{"empty object", "{}", "kind is required: use mpi, spark, service, command or a plugin's kind"},
+		{"empty kind", "kind: \"\"\nname: x\nresources: {cpu: 1}", "kind is required: use mpi, spark, service, command or a plugin's kind"},
 		{"two documents", "kind: command\nname: a\n---\nkind: command\nname: b\n", "job spec holds several YAML documents (a second starts at line 3): the spec must be a single document"},
 		{"kind uppercase", "kind: MPI\nname: x\nresources: {cpu: 1}", `kind "MPI" is not allowed: use mpi, spark, service, command`},
 		{"no name", "kind: command\nresources: {cpu: 1}", "name is required: use lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 (e.g. my-name)"},
