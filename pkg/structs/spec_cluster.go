@@ -482,6 +482,18 @@ func (s *ClusterSpec) convert(p string) (*Cluster, error) {
 	return c, nil
 }
 
+// oneSpelling refuses type t at field when a node of seen has it in
+// another case (a100 where A100 is seen), and else records it for node.
+func oneSpelling(seen map[string]NodeID, t string, node NodeID, field string) error {
+	if twin := CaseTwin(sortedKeys(seen), t); twin != "" {
+		return bad(field, t, "node %s has %s: types are case-sensitive, so write %s", seen[twin], twin, twin)
+	}
+	if _, ok := seen[t]; !ok {
+		seen[t] = node
+	}
+	return nil
+}
+
 // ToConfig validates s, including references between its parts, and converts it.
 func (s *ClusterConfigSpec) ToConfig() (*ClusterConfig, error) {
 	if err := checkText(reflect.ValueOf(s).Elem(), "", false); err != nil {
@@ -523,6 +535,8 @@ func (s *ClusterConfigSpec) ToConfig() (*ClusterConfig, error) {
 		cfg.Pools = append(cfg.Pools, *pl)
 	}
 	nodes := map[NodeID]bool{}
+	// Accelerator and device types: the first node with each.
+	accels, devices := map[string]NodeID{}, map[string]NodeID{}
 	for i := range s.Nodes {
 		f := idx("nodes", i)
 		n, err := s.Nodes[i].convert(f)
@@ -533,6 +547,16 @@ func (s *ClusterConfigSpec) ToConfig() (*ClusterConfig, error) {
 			return nil, bad(f+".name", string(n.Name), "node names must be unique")
 		}
 		nodes[n.Name] = true
+		if t := n.Capacity.AccelType; t != "" {
+			if err := oneSpelling(accels, t, n.Name, f+".accelerators.type"); err != nil {
+				return nil, err
+			}
+		}
+		for _, t := range sortedKeys(n.Capacity.Devices) {
+			if err := oneSpelling(devices, t, n.Name, f+".devices"); err != nil {
+				return nil, err
+			}
+		}
 		switch {
 		case n.Cluster == "" && len(cfg.Clusters) == 1:
 			n.Cluster = cfg.Clusters[0].Name
