@@ -476,7 +476,8 @@ func (s *server) restartJob(_ http.ResponseWriter, r *http.Request, c caller) (i
 	})
 }
 
-// serviceCommand applies the command cmd makes of job {id}, which c may
+// serviceCommand applies the command cmd makes of job {id} (none: the
+// job is answered as it is), which c may
 // see (else not found), and answers with the job's status after it.
 func (s *server) serviceCommand(r *http.Request, c caller, cmd func(j *structs.Job) (state.Command, error)) (int, any, error) {
 	id := structs.JobID(r.PathValue("id"))
@@ -487,6 +488,9 @@ func (s *server) serviceCommand(r *http.Request, c caller, cmd func(j *structs.J
 	command, err := cmd(js.Job)
 	if err != nil {
 		return 0, nil, err
+	}
+	if command == nil { // nothing to change
+		return http.StatusOK, js, nil
 	}
 	if _, err := s.apply(r.Context(), command); err != nil {
 		return 0, nil, err

@@ -161,6 +161,10 @@ func TestJobCommands(t *testing.T) {
 	_, err = run(t, e, "m1", "service", "scale", "web-00001", "many")
 	assert.Equal(t, 2, ExitCode(err))
 	assert.Equal(t, "service web-00001 scaled to 1 replica\n", must(t, e, "m1", "service", "scale", "web-00001", "1"))
+	// To the size it has: said so, nothing applied (no event), exit 0.
+	before := e.Store.StateJSON(t)
+	assert.Equal(t, "service web-00001 already has 1 replica: nothing changed\n", must(t, e, "m1", "service", "scale", "web-00001", "1"))
+	assert.Equal(t, before, e.Store.StateJSON(t))
 
 	// a task atom stopped reads as stopped, with the reason, not as a crash.
 	out = must(t, e, "m1", "job", "status", "web-00001")

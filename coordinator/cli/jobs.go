@@ -473,7 +473,12 @@ func serviceScale(c *cli.Context) error {
 	if err != nil || n < 0 {
 		return usagef("REPLICAS %q is not allowed: use a whole number from 0 (park the service) to %d", a[1], structs.MaxReplicas)
 	}
-	js, err := newClient(c).ScaleService(c.Context, structs.JobID(a[0]), n)
+	cl := newClient(c)
+	before, err := cl.Job(c.Context, structs.JobID(a[0]))
+	if err != nil {
+		return err
+	}
+	js, err := cl.ScaleService(c.Context, structs.JobID(a[0]), n)
 	if err != nil {
 		return err
 	}
@@ -481,6 +486,10 @@ func serviceScale(c *cli.Context) error {
 		unit := "replicas"
 		if js.Job.Replicas == 1 {
 			unit = "replica"
+		}
+		if before.Job.Kind == structs.KindService && before.Job.ShapeAt(before.Job.Shape).Replicas == n {
+			fmt.Fprintf(w, "service %s already has %d %s: nothing changed\n", js.Job.ID, n, unit)
+			return
 		}
 		fmt.Fprintf(w, "service %s scaled to %d %s\n", js.Job.ID, js.Job.Replicas, unit)
 		if js.Job.Replicas == 0 {
