@@ -30,6 +30,7 @@ func TestDevThatCannotStartLeavesNothing(t *testing.T) {
 	err = app.RunContext(context.Background(), []string{"coordinator", "dev", "--http-addr", ln.Addr().String(), "--log-level", "error"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "address already in use")
+	assert.Contains(t, err.Error(), "choose another port with --http-addr")
 	assert.Empty(t, out.String(), "no exports for a server that is not there")
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
@@ -58,4 +59,22 @@ func TestDevThatCannotStartLeavesNoDataDir(t *testing.T) {
 	}
 	assert.NotContains(t, names, "new", "the data dir it made is gone, with the parent it made")
 	assert.DirExists(t, there, "the data dir that was there stays")
+}
+
+// TestServerPortInUseNamesTheFlag: a server whose Raft port is taken says
+// which flag picks another (the HTTP port's case is dev's, above).
+func TestServerPortInUseNamesTheFlag(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.yaml")
+	require.NoError(t, os.WriteFile(tokens, []byte("users: [{name: a, token: t0123456789abcdef, admin: true}]\n"), 0o600))
+	app := App()
+	app.Writer, app.ErrWriter = io.Discard, io.Discard
+	err = app.RunContext(context.Background(), []string{"coordinator", "server", "--id", "s1", "--bootstrap", "--log-level", "error",
+		"--data-dir", filepath.Join(dir, "s1"), "--tokens", tokens, "--http-addr", "127.0.0.1:0", "--raft-addr", ln.Addr().String()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "address already in use")
+	assert.Contains(t, err.Error(), "choose another port with --raft-addr")
 }

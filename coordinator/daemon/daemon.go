@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/api"
@@ -145,7 +146,7 @@ func Start(cfg Config) (*Daemon, error) {
 	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+		return nil, fmt.Errorf("listen %s: %w%s", cfg.HTTPAddr, err, inUse(err, "--http-addr"))
 	}
 	url := cfg.Advertise
 	if url == "" {
@@ -164,7 +165,7 @@ func Start(cfg Config) (*Daemon, error) {
 	srv, err := server.New(cfg.Server)
 	if err != nil {
 		ln.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w%s", err, inUse(err, "--raft-addr")) // only the Raft transport listens
 	}
 	peers := map[string]string{cfg.Server.ID: url}
 	for id, u := range cfg.Peers {
@@ -416,4 +417,13 @@ func applyCluster(ctx context.Context, fw *forwarder, c *structs.ClusterConfig, 
 		}
 	}
 	log.Info("cluster config applied", "clusters", len(c.Clusters), "pools", len(c.Pools), "nodes", len(c.Nodes), "quotas", len(c.Quotas))
+}
+
+// inUse is the hint for a listen that failed because another process
+// holds the port: the flag that picks another; "" for other errors.
+func inUse(err error, flag string) string {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return ""
+	}
+	return fmt.Sprintf(" (another process holds the port: stop it, or choose another port with %s)", flag)
 }
