@@ -150,9 +150,29 @@ func printQuotas(w io.Writer, qs []wire.QuotaStatus) {
 	row(tw, "SCOPE", "WEIGHT", "FAIR SHARE", "USAGE (DECAYED)", "OF ALL USAGE", "POSITION")
 	for _, q := range qs {
 		f := q.FairShare
-		row(tw, q.Scope, strconv.FormatFloat(f.Weight, 'g', -1, 64), pct(f.Share), gpuHours(f.Usage), pct(f.UsageShare), pct(f.Position))
+		share, ofAll, position := pct(f.Share), pct(f.UsageShare), pct(f.Position)
+		if idle(q) {
+			// No quota and no usage: it can run nothing and ran nothing,
+			// so a share (as if it competed) would only mislead.
+			share, ofAll, position = "-", "-", "-"
+		}
+		row(tw, q.Scope, strconv.FormatFloat(f.Weight, 'g', -1, 64), share, gpuHours(f.Usage), ofAll, position)
 	}
 	tw.Flush()
+}
+
+// idle tells a scope with no quota (every limit 0), no quota usage and no
+// fair-share usage.
+func idle(q wire.QuotaStatus) bool {
+	if len(q.Limits) > 0 || q.FairShare.Usage > 0 {
+		return false
+	}
+	for _, v := range q.Usage {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // withWeight returns quota spec with its weight replaced by w.

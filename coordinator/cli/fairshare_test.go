@@ -58,6 +58,15 @@ func TestFairShareCommands(t *testing.T) {
 	assert.Equal(t, "quota for user:u2 set: cpu=32 gpu/A100=8 memory=128Gi\n", must(t, e, "admin", "quota", "set", "--weight", "3", "user:u2"))
 	assert.Contains(t, must(t, e, "u1", "job", "why", "a-00001"), "queue: 2nd of 3 normal jobs waiting in public; user:u1 is at 400% of its fair share\n")
 	assert.Contains(t, must(t, e, "u2", "quota", "get", "user:u2"), "user:u2  3       75%         0.0 GPU-h        0%            0%\n")
+	// A scope with no quota and no usage has no share to show (it read
+	// 33%, its share were it to compete with u1 and u2).
+	assert.Equal(t, ""+
+		"SCOPE        RESOURCE                  USED  LIMIT\n"+
+		"user:nobody  (none: every limit is 0)  -     -\n"+
+		"\n"+
+		"SCOPE        WEIGHT  FAIR SHARE  USAGE (DECAYED)  OF ALL USAGE  POSITION\n"+
+		"user:nobody  1       -           0.0 GPU-h        -             -\n",
+		must(t, e, "admin", "quota", "get", "user:nobody"))
 	_, err := run(t, e, "admin", "quota", "set", "--weight", "-1", "user:u2")
 	assert.ErrorContains(t, err, "weight -1 is not allowed: use a number above 0")
 	_, err = run(t, e, "admin", "quota", "set", "user:u2")
