@@ -47,8 +47,9 @@ func jobCommand() *cli.Command {
 				Name:      "list",
 				Usage:     "list the jobs you may see (yours and your projects')",
 				UsageText: "coordinator job list [--state S] [--owner U] [--project P] [--kind K] [--watch]",
-				Description: "Lists the jobs, oldest first, with their AGE (since submitted) and DURATION (since\n" +
-					"the current attempt started running, until it ended). --watch then prints a job's\n" +
+				Description: "Lists the jobs, oldest first, with their AGE (since submitted) and DURATION (a running\n" +
+					"job's: since its current attempt started; an ended job's: from its first start to its end,\n" +
+					"- if it never started). --watch then prints a job's\n" +
 					"row again whenever it is new or changes, until interrupted (as kubectl get -w).",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "state", Usage: "only jobs in this state: Pending, Scheduled, Running, Succeeded, Failed or Cancelled"},
@@ -312,8 +313,8 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	if !j.EndedAt.IsZero() {
 		kv("Ended", when(j.EndedAt))
 	}
-	if !j.StartedAt.IsZero() {
-		kv("Duration", span(j.StartedAt, j.EndedAt))
+	if d := jobDuration(j); d != "-" {
+		kv("Duration", d)
 	}
 	kv("Attempt", j.Attempt)
 	if j.ReplicaRestarts > 0 {

@@ -17,7 +17,21 @@ import (
 // change with the clock, the others only with the job.
 func jobRow(j *structs.Job) []string {
 	s := j.ShapeAt(j.Shape)
-	return cells(j.ID, j.Name, j.Kind, j.Owner, j.Project, j.Priority, j.State, s.Replicas, s.Resources, age(j.SubmitTime), span(j.StartedAt, j.EndedAt))
+	return cells(j.ID, j.Name, j.Kind, j.Owner, j.Project, j.Priority, j.State, s.Replicas, s.Resources, age(j.SubmitTime), jobDuration(j))
+}
+
+// jobDuration is a job's DURATION: an ended job's from when it first
+// started to when it ended, whatever its end ("-" if it never started);
+// a live job's current attempt's, so far.
+func jobDuration(j *structs.Job) string {
+	if !j.State.Ended() {
+		return span(j.StartedAt, j.EndedAt)
+	}
+	start := j.FirstStartedAt
+	if start.IsZero() {
+		start = j.StartedAt // ended before jobs kept their first start
+	}
+	return span(start, j.EndedAt)
 }
 
 var jobHeader = []string{"ID", "NAME", "KIND", "OWNER", "PROJECT", "PRIORITY", "STATE", "REPLICAS", "RESOURCES", "AGE", "DURATION"}

@@ -71,6 +71,9 @@ func (s *State) taskEvent(e structs.TaskEvent) {
 		})
 		if started {
 			s.record(taskEventOf(e.Time, t, structs.EventStarted, "%s started on %s", replicaName(t), t.Node))
+			if j != nil && j.FirstStartedAt.IsZero() {
+				j = s.putJob(j.ID, func(j *structs.Job) { j.FirstStartedAt = e.Time })
+			}
 		}
 		if j != nil && j.State == structs.JobScheduled && s.allRunning(j) {
 			// Running from its last replica's start: a late report may

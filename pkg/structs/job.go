@@ -192,13 +192,16 @@ type Job struct {
 	// StartedAt is when the current attempt started running (every
 	// replica it starts with running); zero before, and again when the
 	// job is requeued. EndedAt is when the job ended.
-	StartedAt    time.Time    `json:"startedAt,omitzero"`
-	EndedAt      time.Time    `json:"endedAt,omitzero"`
-	Attempt      int          `json:"attempt"`
-	Preemptions  int          `json:"preemptions,omitempty"`
-	Shape        int          `json:"shape"` // index of the shape it runs (or last ran) with
-	ChargedScope Scope        `json:"chargedScope,omitempty"`
-	Charged      ResourceList `json:"charged,omitempty"` // quota held now; empty when none
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	EndedAt   time.Time `json:"endedAt,omitzero"`
+	// FirstStartedAt is when the first of its tasks first started
+	// running, in any attempt; zero if none ever did. It is not reset.
+	FirstStartedAt time.Time    `json:"firstStartedAt,omitzero"`
+	Attempt        int          `json:"attempt"`
+	Preemptions    int          `json:"preemptions,omitempty"`
+	Shape          int          `json:"shape"` // index of the shape it runs (or last ran) with
+	ChargedScope   Scope        `json:"chargedScope,omitempty"`
+	Charged        ResourceList `json:"charged,omitempty"` // quota held now; empty when none
 	// PoolOnly is set when a normal job was accepted without public quota
 	// because its project has a pool: it may run only in that pool.
 	PoolOnly bool `json:"poolOnly,omitempty"`
