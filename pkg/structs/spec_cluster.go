@@ -322,6 +322,9 @@ func (s *NodeSpec) accelerators(p string, n *Node) error {
 			return 0, nil
 		}
 		v, err := positive(at(p, name), q, perUnit, unit)
+		if err == nil && unit == "bytes" {
+			v, err = memoryValue(at(p, name), q) // a bare 16 is 16 bytes: refused as memory is
+		}
 		if err == nil && !fits(v) {
 			err = bad(at(p, name), q, "%d accelerators would need more than the node's %s", count, capacity)
 		}

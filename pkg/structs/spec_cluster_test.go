@@ -106,6 +106,8 @@ func TestNodeSpecRejects(t *testing.T) {
 			`cpuPerAccelerator "13" is not allowed: 8 accelerators would need more than the node's cpu 96`},
 		{"memory share too large", g8 + "accelerators: {type: A, count: 8}\nmemoryPerAccelerator: 97Gi",
 			`memoryPerAccelerator "97Gi" is not allowed: 8 accelerators would need more than the node's memory 768Gi`},
+		{"bare-number memory share", g8 + "accelerators: {type: A, count: 8}\nmemoryPerAccelerator: 16",
+			"memoryPerAccelerator 16 is too small: memory is in bytes unless it has a unit; did you mean 16Mi?"},
 		{"zero share", g8 + "accelerators: {type: A, count: 8}\ncpuPerAccelerator: 0", `cpuPerAccelerator "0" is not allowed: use more than 0`},
 		{"share without accelerators", g8 + "memoryPerAccelerator: 1Gi", `memoryPerAccelerator "1Gi" is not allowed: the node has no accelerators`},
 		{"too little cpu to share", "name: n1\ncpu: 4m\nmemory: 1Gi\naccelerators: {type: A, count: 8}",
