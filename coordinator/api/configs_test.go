@@ -264,3 +264,27 @@ func TestRekeyAfterRotation(t *testing.T) {
 		assert.False(t, keyringtest.Leaks(entry, value), "log entry %d", i+1)
 	}
 }
+
+// A secret or config taken as environment variables (env: true) whose
+// key is no variable name is refused at submit, naming the key and the
+// rule; mounted as files it is taken.
+func TestEnvConfigKeysAreVariableNames(t *testing.T) {
+	t.Parallel()
+	e := apitest.NewEnv(t, "")
+	u1 := e.Tokens["u1"]
+	job := func(ref string) string {
+		return fmt.Sprintf(`{kind: command, name: c, priority: low, command: [sh], resources: {cpu: "1"}, configs: [%s]}`, ref)
+	}
+	status, body := do(t, e, u1, "POST", "/v1/secrets", configBody(t, "db", "", map[string][]byte{"db-password": []byte("x"), "USER": []byte("u")}))
+	require.Equal(t, http.StatusCreated, status, body)
+	status, body = do(t, e, u1, "POST", "/v1/jobs", job("{secret: db, env: true}"))
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Contains(t, errMsg(t, body), `configs[0]: secret db has key "db-password", which is not an environment variable name (letters, digits and '_', not starting with a digit): mount it as files (mountPath) instead of env: true, or rename the key`)
+	status, body = do(t, e, u1, "POST", "/v1/secrets", configBody(t, "tok", "", map[string][]byte{"ATOM_TOKEN": []byte("x")}))
+	require.Equal(t, http.StatusCreated, status, body)
+	status, body = do(t, e, u1, "POST", "/v1/jobs", job("{secret: tok, env: true}"))
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Contains(t, errMsg(t, body), "secret tok has key ATOM_TOKEN: ATOM_* variables are set by atom")
+	status, body = do(t, e, u1, "POST", "/v1/jobs", job("{secret: db, mountPath: /etc/db}"))
+	assert.Equal(t, http.StatusCreated, status, body)
+}

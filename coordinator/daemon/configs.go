@@ -42,6 +42,10 @@ func writeConfigs(root string, cfgs []taskenv.Config, env map[string]string) err
 		what := fmt.Sprintf("%s %s (%s)", c.Ref.Kind(), c.Ref.Name(), c.Ref.Owner)
 		if c.Ref.Env {
 			for k, v := range c.Data {
+				// Checked at submit; a version made since may still break it.
+				if err := structs.CheckEnvKey(c.Ref.Kind(), c.Ref.Name(), k); err != nil {
+					return fmt.Errorf("%s: %w", what, err)
+				}
 				if bytes.IndexByte(v, 0) >= 0 {
 					return fmt.Errorf("%s: key %s holds a NUL byte, which an environment variable cannot: mount it as a file instead (mountPath)", what, k)
 				}

@@ -316,6 +316,13 @@ func (s *State) resolveConfigs(j *structs.Job) ([]structs.ConfigRef, error) {
 				break
 			}
 		}
+		if c.Owner != "" && c.Env {
+			for _, k := range s.Config(structs.ConfigID{Kind: kind, Owner: c.Owner, Name: name}).Current().Keys {
+				if err := structs.CheckEnvKey(kind, name, k.Key); err != nil {
+					return nil, invalidf("%s: %w", field, err)
+				}
+			}
+		}
 		switch {
 		case c.Owner != "":
 			if kind == structs.ConfigKindSecret {

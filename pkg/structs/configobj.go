@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -186,6 +187,23 @@ func (d ConfigData) Validate(kind ConfigKind) error {
 	if total > MaxConfigBytes {
 		return fmt.Errorf("%s is %d bytes (keys and values): at most %d (1 MiB) is allowed, as in a Kubernetes %s", kind, total, MaxConfigBytes,
 			map[ConfigKind]string{ConfigKindConfig: "ConfigMap", ConfigKindSecret: "Secret"}[kind])
+	}
+	return nil
+}
+
+// envKey is an environment variable name as a shell reads it.
+var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// CheckEnvKey checks key k of a config or secret a job takes as
+// environment variables (env: true): a name of letters, digits and '_',
+// not starting with a digit, and not ATOM_*, which atom sets.
+func CheckEnvKey(kind ConfigKind, name, k string) error {
+	if !envKey.MatchString(k) {
+		return fmt.Errorf("%s %s has key %q, which is not an environment variable name (letters, digits and '_', not starting with a digit): mount it as files (mountPath) instead of env: true, or rename the key",
+			kind, name, truncKey(k))
+	}
+	if strings.HasPrefix(k, "ATOM_") {
+		return fmt.Errorf("%s %s has key %s: ATOM_* variables are set by atom: mount it as files (mountPath) instead of env: true, or rename the key", kind, name, k)
 	}
 	return nil
 }
