@@ -70,14 +70,14 @@ func CheckReason(e structs.TaskEvent) error {
 		return nil
 	case e.Reason == "":
 		return invalidf("task %s: accelerators are only allowed with reason %s", e.Task, structs.ReasonPreflightFailed)
-	case e.Reason == structs.ReasonStoppedOutside && len(e.Accelerators) > 0:
+	case (e.Reason == structs.ReasonStoppedOutside || e.Reason == structs.ReasonDisconnected) && len(e.Accelerators) > 0:
 		return invalidf("task %s: accelerators are only allowed with reason %s", e.Task, structs.ReasonPreflightFailed)
-	case e.Reason == structs.ReasonStoppedOutside && e.State != structs.TaskFailed && e.State != structs.TaskSucceeded:
+	case (e.Reason == structs.ReasonStoppedOutside || e.Reason == structs.ReasonDisconnected) && e.State != structs.TaskFailed && e.State != structs.TaskSucceeded:
 		return invalidf("task %s: reason %s is only allowed with state Succeeded or Failed, not %q", e.Task, e.Reason, trunc(string(e.State)))
-	case e.Reason == structs.ReasonStoppedOutside:
+	case e.Reason == structs.ReasonStoppedOutside || e.Reason == structs.ReasonDisconnected:
 		return nil
 	case e.Reason != structs.ReasonPreflightFailed:
-		return invalidf("task %s: reason %q is not allowed: use %s, %s or leave it out", e.Task, trunc(e.Reason), structs.ReasonPreflightFailed, structs.ReasonStoppedOutside)
+		return invalidf("task %s: reason %q is not allowed: use %s, %s, %s or leave it out", e.Task, trunc(e.Reason), structs.ReasonPreflightFailed, structs.ReasonStoppedOutside, structs.ReasonDisconnected)
 	case e.State != structs.TaskFailed:
 		return invalidf("task %s: reason %s is only allowed with state Failed, not %q", e.Task, e.Reason, trunc(string(e.State)))
 	case len(e.Accelerators) > structs.MaxAccelsPerNode:

@@ -52,8 +52,17 @@ func (s *State) taskEvent(e structs.TaskEvent) {
 		e = stoppedOutside(t, e)
 	}
 	j := s.Jobs[t.Job]
-	if e.Reason == structs.ReasonShutdown {
-		s.shutdownStop(j, t, e)
+	switch {
+	case e.Reason == structs.ReasonShutdown:
+		s.interrupted(j, t, e, structs.TaskEvent{State: structs.TaskLost, Message: structs.ShutdownMessage},
+			structs.EventStopped, structs.ShutdownMessage, structs.ShutdownMessage)
+		return
+	case e.Reason == structs.ReasonDisconnected && t.State == structs.TaskStopping:
+		e.Reason = "" // the end of the coordinator's own stop
+	case e.Reason == structs.ReasonDisconnected:
+		end := structs.TaskEvent{State: structs.TaskLost, ExitCode: e.ExitCode, Message: endMessage(structs.TaskEvent{State: structs.TaskLost, Message: e.Message})}
+		what := "was " + end.Message // was lost: atom lost the coordinator for ...
+		s.interrupted(j, t, e, end, structs.EventLost, what, replicaName(t)+" "+what)
 		return
 	}
 	if e.State == structs.TaskRunning {
@@ -157,17 +166,21 @@ func checkEvent(e structs.TaskEvent) error {
 	return nil
 }
 
-// shutdownStop ends task t of job j, which the coordinator running it
-// stops as it shuts down (reason ReasonShutdown): not the job's end. A
-// task the coordinator was stopping anyway ends its stop; a batch job is
-// requeued (its siblings stopped first, as in a gang restart) without
-// using its restarts; a service's replica is placed again.
-func (s *State) shutdownStop(j *structs.Job, t *structs.Task, e structs.TaskEvent) {
+// interrupted ends task t of job j, which the platform stopped by no
+// fault of the job at e.Time: the coordinator running it shut down
+// (ReasonShutdown), or atom lost every coordinator server and stopped it
+// (ReasonDisconnected). t ends as end says; the task's event is kind,
+// saying what (after the replica's name); a batch job's reason is
+// "requeued: " and why. A task the coordinator was stopping anyway ends
+// its stop; a batch job is requeued (its siblings stopped first, as in a
+// gang restart) without using its restarts; a service's replica is placed
+// again.
+func (s *State) interrupted(j *structs.Job, t *structs.Task, e, end structs.TaskEvent, kind structs.EventType, what, why string) {
 	stopping, reason := t.State == structs.TaskStopping, t.StopReason
 	ended := s.putTask(t.ID, func(t *structs.Task) {
-		t.State, t.ExitCode, t.Message, t.EndedAt = structs.TaskLost, 0, structs.ShutdownMessage, e.Time
+		t.State, t.ExitCode, t.Message, t.EndedAt = end.State, end.ExitCode, end.Message, e.Time
 	})
-	s.record(taskEventOf(e.Time, ended, structs.EventStopped, "%s %s", replicaName(ended), structs.ShutdownMessage))
+	s.record(taskEventOf(e.Time, ended, kind, "%s %s", replicaName(ended), what))
 	switch {
 	case j == nil || t.Attempt != j.Attempt || j.State.Ended():
 	case stopping:
@@ -175,12 +188,12 @@ func (s *State) shutdownStop(j *structs.Job, t *structs.Task, e structs.TaskEven
 	case t.Executor != "":
 		// A Spark executor is no replica: its driver stops with it.
 	case j.Kind == structs.KindService:
-		why := fmt.Sprintf("replica %d %s; placing it again", t.Index, structs.ShutdownMessage)
-		s.putJob(j.ID, func(j *structs.Job) { j.Reason = why })
-		s.jobEvent(e.Time, j.ID, structs.EventRestarting, "%s", why)
+		again := fmt.Sprintf("replica %d %s; placing it again", t.Index, what)
+		s.putJob(j.ID, func(j *structs.Job) { j.Reason = again })
+		s.jobEvent(e.Time, j.ID, structs.EventRestarting, "%s", again)
 		s.pruneEnded(j.ID)
 	default:
-		why := "requeued: " + structs.ShutdownMessage
+		why := "requeued: " + why
 		s.putJob(j.ID, func(j *structs.Job) { j.Interrupted++; j.Reason = why })
 		s.dropHeld(j.ID)
 		s.restart(j.ID, why, e.Time)

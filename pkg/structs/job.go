@@ -93,6 +93,14 @@ const (
 	// takes it as the end of its own stop if it was stopping the task,
 	// else as the task lost, not the job's failure.
 	ReasonStoppedOutside = "StoppedOutside"
+	// ReasonDisconnected marks a task's end that atom reports after it
+	// stopped the job because no coordinator server answered its
+	// heartbeats for its --stop-after-disconnect (every server down): an
+	// outage of the platform, not the job's failure. The coordinator
+	// takes it as the end of its own stop if it was stopping the task,
+	// else as the task lost and the job requeued (a service's replica
+	// placed again) without using its restarts, as a shutdown does.
+	ReasonDisconnected = "CoordinatorLost"
 	// ReasonShutdown marks a task's end that the coordinator running
 	// it reports as it shuts down (its local processes stop with it):
 	// the job is requeued, not failed, and runs again once a
@@ -107,7 +115,8 @@ const ShutdownMessage = "stopped: coordinator shutting down"
 
 // Restarts is how often j was placed again after a failure of its own:
 // its attempts less those that were not its fault (preemptions, failed
-// preflights, tasks lost before they ran, coordinator shutdowns).
+// preflights, tasks lost before they ran, coordinator shutdowns and
+// outages).
 func (j *Job) Restarts() int {
 	return j.Attempt - j.Preemptions - j.PreflightFailures - j.LostUnstarted - j.Interrupted
 }
@@ -214,7 +223,9 @@ type Job struct {
 	// restarts either.
 	LostUnstarted int `json:"lostUnstarted,omitempty"`
 	// Interrupted counts requeues after the coordinator that ran its
-	// tasks shut down and stopped them (ReasonShutdown): not restarts.
+	// tasks shut down and stopped them (ReasonShutdown), or after atom
+	// stopped them when every coordinator server was down
+	// (ReasonDisconnected): not restarts.
 	Interrupted int `json:"interrupted,omitempty"`
 	// WarmUps are the cache warm-ups the job's placed tasks wait for
 	// (one per cluster that lacked its datasets); empty when none.

@@ -18,7 +18,9 @@ type TaskEvent struct {
 	// Accelerators then lists the node's accelerator indices found bad,
 	// if atom could tell (none: all of the task's). On a Succeeded or
 	// Failed event, ReasonStoppedOutside says atom stopped the job
-	// after a SIGTERM the coordinator had not asked for (stoppedOutside).
+	// after a SIGTERM the coordinator had not asked for (stoppedOutside),
+	// and ReasonDisconnected that it stopped the job when no coordinator
+	// server answered for its --stop-after-disconnect.
 	Reason       string `json:"reason,omitempty"`
 	Accelerators []int  `json:"accelerators,omitempty"`
 }
