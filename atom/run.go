@@ -38,6 +38,8 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "report-timeout", Value: time.Minute, Usage: "how long to retry the final report"},
 			&cli.DurationFlag{Name: "stop-after-disconnect", EnvVars: []string{"ATOM_STOP_AFTER_DISCONNECT"},
 				Usage: "stop the job when no coordinator server has answered a heartbeat for this long (the local backend sets its heartbeat TTL); 0: never, ride out any outage"},
+			&cli.StringFlag{Name: "unsent-report", EnvVars: []string{"ATOM_UNSENT_REPORT"},
+				Usage: "file to leave the final report in when no coordinator takes it (the local backend sets one in the task's directory and sends it on when a server is back)"},
 			pluginDirFlag(), pluginSumsFlag(), launchFlags()[0], launchFlags()[1],
 			&cli.BoolFlag{Name: "reap", Value: true, Usage: "reap orphaned descendants (as PID 1, or as a child subreaper) and kill those left when the job ends, as a container's end does"},
 		),
@@ -110,6 +112,7 @@ func run(c *cli.Context) error {
 		}
 		rep = report.New(a.Coordinator, structs.TaskID(a.Task), a.Token, c.Duration("heartbeat"), log)
 		rep.StopAfterDisconnect = c.Duration("stop-after-disconnect")
+		rep.Unsent = c.String("unsent-report")
 	}
 	// reportTimeout bounds the final report: one heartbeat period once
 	// no server is left to take it.
@@ -141,6 +144,20 @@ func run(c *cli.Context) error {
 		final(structs.TaskFailed, code, msg)
 		return cli.Exit("atom: "+msg, code)
 	}
+	// finalDisconnected is final after atom stopped the job because no
+	// coordinator server answered (reason CoordinatorLost): an outage,
+	// not the job's failure.
+	finalDisconnected := func(state structs.TaskState, code int, msg string) {
+		if rep == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+		defer cancel()
+		if err := rep.FinalDisconnected(ctx, state, code, msg); err != nil {
+			log.Warn("final report failed", "err", err)
+		}
+	}
+	lostFor := fmt.Sprintf("atom lost the coordinator for %s and stopped the task", c.Duration("stop-after-disconnect"))
 
 	// 2. GPU preflight: the command does not start on a bad allocation.
 	res, err := gpu.Preflight(lister(a), a.GPU)
@@ -197,6 +214,8 @@ func run(c *cli.Context) error {
 		<-prepared
 		if se := (*report.StopError)(nil); errors.As(err, &se) && se.Disconnected {
 			reportTimeout = min(reportTimeout, c.Duration("heartbeat"))
+			finalDisconnected(structs.TaskFailed, exitStopped, lostFor+" before the job started")
+			return cli.Exit(fmt.Sprintf("atom: stopped before the job started: %v", err), exitStopped)
 		}
 		return fail(exitStopped, fmt.Sprintf("stopped before the job started: %v", err))
 	}
@@ -275,7 +294,7 @@ func run(c *cli.Context) error {
 	}
 
 	// 6. Heartbeat while the child runs.
-	stopped, hbDone, termSent := "", rep == nil, false
+	stopped, hbDone, termSent, disconnected := "", rep == nil, false, false
 	var notices <-chan report.Notice
 	if rep != nil {
 		notices = rep.Notices()
@@ -307,6 +326,7 @@ func run(c *cli.Context) error {
 				stopped = se.Error()
 				if se.Disconnected {
 					reportTimeout = min(reportTimeout, c.Duration("heartbeat"))
+					disconnected = true
 				}
 				if termSent { // the backend's SIGTERM got there first: only the grace is left
 					go killAfter(child, c.Duration("grace"))
@@ -340,6 +360,13 @@ func run(c *cli.Context) error {
 		<-hb // the last Running beat goes before the final report
 	}
 	switch {
+	case disconnected:
+		// Whatever the job did on its SIGTERM, the outage ended it.
+		state := structs.TaskFailed
+		if code == 0 {
+			state = structs.TaskSucceeded
+		}
+		finalDisconnected(state, code, lostFor+"; the job then ended: "+child.Describe())
 	case termSent && stopped == "":
 		// A SIGTERM came (the kubelet's, most likely) with no word from
 		// the coordinator: it decides whose stop it was.

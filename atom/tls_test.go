@@ -49,7 +49,8 @@ func tlsDevCoordinator(t *testing.T) (*daemon.Daemon, *client.Client) {
 // only atom makes: a failed preflight, which makes the coordinator
 // quarantine the accelerator and place the job again. Without the CA,
 // atom's reports are refused by its own TLS check, so nothing is
-// quarantined and the job fails on the backend's report of the exit.
+// quarantined and the job fails on the backend's report of the exit (with
+// no file to leave its report in for the backend to send on).
 func TestAtomReachesHTTPSCoordinator(t *testing.T) {
 	t.Parallel()
 	_, c := tlsDevCoordinator(t)
@@ -61,7 +62,7 @@ func TestAtomReachesHTTPSCoordinator(t *testing.T) {
 	assert.Equal(t, structs.JobFailed, job.State)
 	assert.Equal(t, state.MaxPreflightRequeues, job.PreflightFailures, "atom's PreflightFailed reports got through: %s", job.Reason)
 
-	id = submit(t, c, "untrusted", gpu, "sh", "-c", `unset ATOM_TLS_CA; exec "$0" run --simulated-gpus=false --report-timeout 1s -- touch "$1"`, atomBin, marker)
+	id = submit(t, c, "untrusted", gpu, "sh", "-c", `unset ATOM_TLS_CA ATOM_UNSENT_REPORT; exec "$0" run --simulated-gpus=false --report-timeout 1s -- touch "$1"`, atomBin, marker)
 	job = waitJob(t, c, id)
 	assert.Equal(t, structs.JobFailed, job.State)
 	assert.Zero(t, job.PreflightFailures, "no report of atom's got through: %s", job.Reason)

@@ -10,9 +10,11 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +62,11 @@ type Reporter struct {
 	// backend sets it (its tasks do not outlive every server); 0 rides
 	// out any outage (a Kubernetes Pod waits for its coordinator).
 	StopAfterDisconnect time.Duration
+	// Unsent, if set, is the file a final report goes to when no
+	// coordinator took it in time (every server down): the local backend
+	// sets it in the task's directory and hands the report on once a
+	// server is back. Set before the final report.
+	Unsent string
 
 	mu       sync.Mutex // guards endpoint
 	endpoint string
@@ -214,6 +221,15 @@ func (r *Reporter) FinalOutside(ctx context.Context, state structs.TaskState, ex
 		Reason: structs.ReasonStoppedOutside, Time: time.Now()})
 }
 
+// FinalDisconnected reports, like Final, the end of a job atom stopped
+// because no coordinator server answered for StopAfterDisconnect (reason
+// CoordinatorLost): an outage, which the coordinator takes as the task
+// lost and its job requeued, not as the job's failure.
+func (r *Reporter) FinalDisconnected(ctx context.Context, state structs.TaskState, exitCode int, msg string) error {
+	return r.final(ctx, wire.Heartbeat{State: state, ExitCode: exitCode, Message: msg,
+		Reason: structs.ReasonDisconnected, Time: time.Now()})
+}
+
 // FinalPreflight reports, like Final, that the accelerator preflight
 // failed: state Failed with reason PreflightFailed and the allocated
 // accelerator indices found bad (none: unknown). The coordinator
@@ -239,8 +255,31 @@ func (r *Reporter) final(ctx context.Context, ev wire.Heartbeat) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("report %s: gave up: %w", state, err)
+			if r.Unsent == "" {
+				return fmt.Errorf("report %s: gave up: %w", state, err)
+			}
+			if werr := writeUnsent(r.Unsent, ev); werr != nil {
+				return fmt.Errorf("report %s: gave up: %w; and %v", state, err, werr)
+			}
+			return fmt.Errorf("report %s: gave up, left in %s for the coordinator: %w", state, r.Unsent, err)
 		case <-t.C:
 		}
 	}
+}
+
+// writeUnsent writes report ev to file, whole or not at all (a
+// temporary file renamed over it).
+func writeUnsent(file string, ev wire.Heartbeat) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("keep the report: %w", err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return fmt.Errorf("keep the report: %w", err)
+	}
+	return nil
 }
