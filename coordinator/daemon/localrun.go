@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,8 +63,13 @@ type LocalBackend struct {
 
 	mu     sync.Mutex
 	tokens map[structs.TaskID]string
-	done   chan struct{}
-	wg     sync.WaitGroup
+	// left: the tasks whose atom may have left an unsent report, to send
+	// on once their process has ended: those an earlier run of the
+	// server left (adopted, or ended while no server ran), and those
+	// whose report could not be sent yet.
+	left map[string]bool
+	done chan struct{}
+	wg   sync.WaitGroup
 }
 
 // NewLocalBackend starts the reporting loops over run. httpAddrs are the
@@ -72,7 +79,14 @@ type LocalBackend struct {
 // every is the heartbeat period (a third of the heartbeat TTL).
 func NewLocalBackend(run *local.Backend, sink backend.EventSink, httpAddrs, atom string, every time.Duration, log *slog.Logger) *LocalBackend {
 	b := &LocalBackend{run: run, sink: sink, addr: httpAddrs, atom: atom, every: every, log: log,
-		tokens: map[structs.TaskID]string{}, done: make(chan struct{})}
+		tokens: map[structs.TaskID]string{}, left: map[string]bool{}, done: make(chan struct{})}
+	ids, err := run.TaskDirs()
+	if err != nil {
+		log.Warn("cannot list task directories for the reports their tasks left", "err", err)
+	}
+	for _, id := range ids {
+		b.left[id] = true
+	}
 	b.wg.Add(2)
 	go b.pump()
 	go b.beat()
@@ -147,6 +161,7 @@ func (b *LocalBackend) Start(l backend.Launch) error {
 		}
 	}
 	env["ATOM_HEARTBEAT"] = b.every.String()
+	env["ATOM_UNSENT_REPORT"] = unsentPath(b.run, string(t.ID))
 	if b.StopAfterDisconnect > 0 {
 		env["ATOM_STOP_AFTER_DISCONNECT"] = b.StopAfterDisconnect.String()
 	}
@@ -242,11 +257,15 @@ func (b *LocalBackend) pump() {
 				b.log.Warn("task configs not removed", "task", id, "err", err)
 			}
 		}
-		if err := b.report(id, ev); errors.Is(err, server.ErrTaskEnded) {
-			// atom reported the end itself, just before it exited.
-			b.log.Debug("task report after its end", "task", id, "err", err)
-		} else if err != nil {
-			b.log.Warn("task report failed", "task", id, "err", err)
+		// Its atom's own report of an exit, which no server took in
+		// time, says more than the exit status: it goes instead.
+		if e.Kind != local.EventKindExited || !b.takeUnsent(e.TaskID) {
+			if err := b.report(id, ev); errors.Is(err, server.ErrTaskEnded) {
+				// atom reported the end itself, just before it exited.
+				b.log.Debug("task report after its end", "task", id, "err", err)
+			} else if err != nil {
+				b.log.Warn("task report failed", "task", id, "err", err)
+			}
 		}
 		if ev.State != structs.TaskRunning {
 			b.mu.Lock()
@@ -267,6 +286,7 @@ func (b *LocalBackend) beat() {
 			return
 		case <-t.C:
 		}
+		b.sendLeft()
 		for _, id := range b.run.Running() {
 			if b.token(structs.TaskID(id)) == "" {
 				continue // adopted (an earlier run started it): its atom heartbeats
@@ -275,5 +295,36 @@ func (b *LocalBackend) beat() {
 				b.log.Debug("heartbeat failed", "task", id, "err", err)
 			}
 		}
+	}
+}
+
+// takeUnsent sends on the report task id's atom left, if it left one,
+// or keeps it in left to try again; it reports whether there was one.
+func (b *LocalBackend) takeUnsent(id string) bool {
+	if _, ok, _ := unsent(b.run, id); !ok {
+		return false
+	}
+	if !b.sendUnsent(id) {
+		b.mu.Lock()
+		b.left[id] = true
+		b.mu.Unlock()
+	}
+	return true
+}
+
+// sendLeft sends on the unsent reports of the tasks in left whose process
+// has ended, and forgets those with nothing (more) to send.
+func (b *LocalBackend) sendLeft() {
+	b.mu.Lock()
+	ids := slices.Sorted(maps.Keys(b.left))
+	b.mu.Unlock()
+	running := b.run.Running()
+	for _, id := range ids {
+		if slices.Contains(running, id) || !b.sendUnsent(id) {
+			continue // adopted and still running, or not sent yet
+		}
+		b.mu.Lock()
+		delete(b.left, id)
+		b.mu.Unlock()
 	}
 }
