@@ -191,11 +191,16 @@ func devCommand() *cli.Command {
 			// --data-dir made by a run that failed to start goes too.
 			temp, made, started := "", "", false
 			if cfg.Server.DataDir == "" {
+				removeStaleDevDirs(c.App.ErrWriter)
 				dir, err := os.MkdirTemp("", "atom-dev-")
 				if err != nil {
 					return err
 				}
 				cfg.Server.DataDir, temp, made = dir, dir, dir
+				if err := markDevDir(dir); err != nil {
+					_ = os.RemoveAll(dir)
+					return err
+				}
 			} else {
 				made = firstMissing(cfg.Server.DataDir)
 			}
