@@ -385,6 +385,8 @@ func warmUpLine(w structs.WarmUpStatus) string {
 			pct = 100 * w.Bytes / w.TotalBytes
 		}
 		line += fmt.Sprintf(": %d/%d files, %d/%d bytes (%d%%)", w.Files, w.TotalFiles, w.Bytes, w.TotalBytes, pct)
+	case w.Running && w.Retries > 0:
+		line += fmt.Sprintf(": a redis is unreachable, tried again %d time(s): %s", w.Retries, w.LastError)
 	case w.Running:
 		line += ": finding the datasets"
 	default:

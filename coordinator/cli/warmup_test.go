@@ -24,6 +24,8 @@ func TestWarmUpLines(t *testing.T) {
 			"cluster b: lidar/x from a, video/y from c: 3/8 files, 1048576/4194304 bytes (25%), since 2026-05-01 12:00:00"},
 		"finding": {structs.WarmUpStatus{WarmUp: w, Running: true},
 			"cluster b: lidar/x, video/y: finding the datasets, since 2026-05-01 12:00:00"},
+		"retrying": {structs.WarmUpStatus{WarmUp: w, Running: true, Retries: 2, LastError: "cluster b's cache: redis 10.0.0.5:6379 not reachable for 10s while checking the cache's layout: connection refused"},
+			"cluster b: lidar/x, video/y: a redis is unreachable, tried again 2 time(s): cluster b's cache: redis 10.0.0.5:6379 not reachable for 10s while checking the cache's layout: connection refused, since 2026-05-01 12:00:00"},
 		"follower": {structs.WarmUpStatus{WarmUp: w},
 			"cluster b: lidar/x, video/y: waiting for the leader to start it, since 2026-05-01 12:00:00"},
 	}

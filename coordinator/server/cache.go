@@ -20,6 +20,9 @@ const (
 	// a Redis that does not answer in time counts as not holding the data
 	// (and is not asked again for a CacheCheckTTL).
 	DefaultCacheCheckTimeout = time.Second
+	// DefaultWarmUpRetryFor is how long a warm-up that cannot reach a
+	// Redis (one restarting, say) tries again before it fails.
+	DefaultWarmUpRetryFor = 2 * time.Minute
 )
 
 // caches is one term's view of the clusters' dataset caches: Redis

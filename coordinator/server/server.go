@@ -98,6 +98,10 @@ type Config struct {
 	// answers (defaults DefaultCacheCheckTTL, DefaultCacheCheckTimeout).
 	CacheCheckTTL     time.Duration
 	CacheCheckTimeout time.Duration
+	// WarmUpRetryFor is how long a cache warm-up that cannot reach a
+	// Redis tries again, with backoff, before it fails
+	// (DefaultWarmUpRetryFor).
+	WarmUpRetryFor time.Duration
 	// Clock gives the time put into commands; time.Now when nil.
 	Clock func() time.Time
 	// Logger receives the server's and Raft's logs; slog.Default when nil.
@@ -128,6 +132,7 @@ func (c *Config) setDefaults() {
 	def(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
 	def(&c.CacheCheckTTL, DefaultCacheCheckTTL)
 	def(&c.CacheCheckTimeout, DefaultCacheCheckTimeout)
+	def(&c.WarmUpRetryFor, DefaultWarmUpRetryFor)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

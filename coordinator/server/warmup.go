@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/cache"
+	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -52,13 +54,15 @@ type warmRun struct {
 	from                                 map[string]structs.ClusterID
 	bytes, totalBytes, files, totalFiles int64
 	finished                             bool // ended, committed or not
+	retries                              int
+	lastErr                              string
 }
 
 func (r *warmRun) status() structs.WarmUpStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return structs.WarmUpStatus{WarmUp: r.w, From: maps.Clone(r.from), Bytes: r.bytes, TotalBytes: r.totalBytes,
-		Files: r.files, TotalFiles: r.totalFiles, Running: !r.finished}
+		Files: r.files, TotalFiles: r.totalFiles, Running: !r.finished, Retries: r.retries, LastError: r.lastErr}
 }
 
 // warmups is the leader component that runs the cache warm-ups: each
@@ -186,7 +190,7 @@ func (w *warmups) forgetWarming() {
 func (w *warmups) runWarmUp(ctx context.Context, c *caches, r *warmRun, redis map[structs.ClusterID]string) {
 	s := w.s
 	start := time.Now()
-	err := w.warm(ctx, c, r, redis)
+	err := w.warmRetrying(ctx, c, r, redis)
 	defer func() {
 		r.mu.Lock()
 		r.finished = true
@@ -206,6 +210,38 @@ func (w *warmups) runWarmUp(ctx context.Context, c *caches, r *warmRun, redis ma
 	}
 	if _, err := s.Apply(ctx, end); err != nil && ctx.Err() == nil {
 		s.log.Warn("commit cache warm-up end failed: it runs again", "job", end.Job, "err", err)
+	}
+}
+
+// warmRetrying is warm, tried again with backoff while it fails because a
+// Redis is unreachable (one restarting, say), for up to
+// Config.WarmUpRetryFor; each retry is logged and shows in the warm-up's
+// status. The error it gives up with says how long it tried.
+func (w *warmups) warmRetrying(ctx context.Context, c *caches, r *warmRun, redis map[structs.ClusterID]string) error {
+	s := w.s
+	start := time.Now()
+	for n := 1; ; n++ {
+		err := w.warm(ctx, c, r, redis)
+		if err == nil || !errors.Is(err, cache.ErrUnavailable) || ctx.Err() != nil {
+			return err
+		}
+		wait := client.DefaultBackoff(n)
+		if time.Since(start)+wait > s.cfg.WarmUpRetryFor {
+			return fmt.Errorf("%w (tried for %s)", err, time.Since(start).Round(time.Second))
+		}
+		r.mu.Lock()
+		r.retries, r.lastErr = n, err.Error()
+		r.from, r.bytes, r.totalBytes, r.files, r.totalFiles = map[string]structs.ClusterID{}, 0, 0, 0, 0 // counted again
+		r.mu.Unlock()
+		s.log.Warn("cache warm-up: a redis is unreachable, trying again", "job", r.key.job, "cluster", r.w.Cluster,
+			"retry", n, "in", wait.Round(time.Millisecond), "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
 }
 
@@ -247,7 +283,7 @@ func (w *warmups) warm(ctx context.Context, c *caches, r *warmRun, redis map[str
 			continue
 		}
 		var looked []string
-		found := false
+		found, unreachable := false, false
 		for _, id := range slices.Sorted(maps.Keys(redis)) {
 			if id == to || redis[id] == "" {
 				continue
@@ -266,6 +302,7 @@ func (w *warmups) warm(ctx context.Context, c *caches, r *warmRun, redis map[str
 			switch {
 			case err != nil:
 				looked = append(looked, fmt.Sprintf("%s (%v)", id, err))
+				unreachable = unreachable || errors.Is(err, cache.ErrUnavailable)
 				continue
 			case !ok:
 				looked = append(looked, string(id))
@@ -281,11 +318,7 @@ func (w *warmups) warm(ctx context.Context, c *caches, r *warmRun, redis map[str
 			break
 		}
 		if !found {
-			where := "no other cluster has a cache"
-			if len(looked) > 0 {
-				where = "looked in " + strings.Join(looked, ", ")
-			}
-			return fmt.Errorf("dataset %s is in no other cluster's cache (%s): load it with atom cache put", d, where)
+			return missing(ctx, dst, to, d, looked, unreachable)
 		}
 	}
 	for _, it := range items {
@@ -303,4 +336,36 @@ func (w *warmups) warm(ctx context.Context, c *caches, r *warmRun, redis map[str
 		c.note(dstAddr, it.dataset, true)
 	}
 	return nil
+}
+
+// missingError is a dataset no cluster's cache holds whole. It counts as
+// cache.ErrUnavailable when a cluster could not be asked: the dataset may
+// be there once it answers.
+type missingError struct {
+	msg         string
+	unreachable bool
+}
+
+func (e *missingError) Error() string { return e.msg }
+
+func (e *missingError) Is(target error) bool { return e.unreachable && target == cache.ErrUnavailable }
+
+// missing is the error for dataset d, which cluster to's cache (dst) and
+// the other clusters' (looked: each one's name, and its error) do not
+// hold whole. A dataset that is nowhere at all is said not to exist, with
+// how to create it; one that is in to's cache in part, that it is
+// incomplete there.
+func missing(ctx context.Context, dst *cache.Client, to structs.ClusterID, d string, looked []string, unreachable bool) error {
+	how := fmt.Sprintf("create it with atom cache put LOCAL_DIR %s against a cluster's redis (atom cache ls lists the datasets a cache holds)", d)
+	where := "no other cluster has a cache"
+	if len(looked) > 0 {
+		where = "looked in " + strings.Join(looked, ", ")
+	}
+	if _, err := dst.Stat(ctx, d); err == nil {
+		return &missingError{fmt.Sprintf("dataset %s is incomplete in cluster %s's cache and whole in no other (%s): load it again with atom cache put LOCAL_DIR %s", d, to, where, d), unreachable}
+	}
+	if unreachable {
+		return &missingError{fmt.Sprintf("dataset %s is in no cluster's cache that answered (%s); if it does not exist, %s", d, where, how), true}
+	}
+	return &missingError{fmt.Sprintf("dataset %s does not exist: no cluster's cache holds it (cluster %s's, %s): %s", d, to, where, how), false}
 }

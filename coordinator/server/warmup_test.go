@@ -77,7 +77,7 @@ func TestWarmCopiesAndCounts(t *testing.T) {
 	assert.Empty(t, st.From)
 
 	_, err = run(structs.WarmUp{Cluster: "a", Datasets: []string{"nope"}})
-	assert.EqualError(t, err, "dataset nope is in no other cluster's cache (looked in b, c): load it with atom cache put")
+	assert.EqualError(t, err, "dataset nope does not exist: no cluster's cache holds it (cluster a's, looked in b, c): create it with atom cache put LOCAL_DIR nope against a cluster's redis (atom cache ls lists the datasets a cache holds)")
 	_, err = run(structs.WarmUp{Cluster: "d", Datasets: []string{"lidar/x"}})
 	assert.EqualError(t, err, "cluster d has no cache redis to warm: set its redis address")
 
@@ -92,8 +92,53 @@ func TestWarmCopiesAndCounts(t *testing.T) {
 	assert.Equal(t, map[string]structs.ClusterID{"lidar/x": "b"}, st.From, "a is down, b holds lidar/x now")
 	_, err = run(structs.WarmUp{Cluster: "e", Datasets: []string{"only/a"}})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "dataset only/a is in no other cluster's cache (looked in a (")
+	assert.Contains(t, err.Error(), "dataset only/a is in no cluster's cache that answered (looked in a (")
+	assert.ErrorIs(t, err, cache.ErrUnavailable, "tried again: a may hold it once it answers")
 	assert.Contains(t, err.Error(), cache.ErrUnavailable.Error())
+}
+
+// A warm-up whose Redis is down (restarting) tries again with backoff,
+// counting and showing its retries, and succeeds once Redis is back; past
+// Config.WarmUpRetryFor it fails naming the Redis, the last error and how
+// long it tried. A dataset that does not exist fails at once.
+func TestWarmUpRetriesWhileRedisIsDown(t *testing.T) {
+	ra, rb := cachetest.StartRedis(t), cachetest.StartRedis(t)
+	putDataset(t, ra, "lidar/x", map[string]int{"f": 5})
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.warm = &warmups{s: s}
+	s.cfg = Config{CacheCheckTTL: time.Minute, CacheCheckTimeout: time.Second, Clock: time.Now, WarmUpRetryFor: time.Minute}
+	c := newCaches(s)
+	defer c.close()
+	redis := map[structs.ClusterID]string{"a": ra.Addr, "b": rb.Addr}
+	ctx := context.Background()
+
+	rb.Stop()
+	r := &warmRun{w: structs.WarmUp{Cluster: "b", Datasets: []string{"lidar/x"}}, from: map[string]structs.ClusterID{}}
+	done := make(chan error, 1)
+	go func() { done <- s.warm.warmRetrying(ctx, c, r, redis) }()
+	require.Eventually(t, func() bool { return r.status().Retries >= 1 }, 30*time.Second, 20*time.Millisecond)
+	assert.Contains(t, r.status().LastError, "cluster b's cache: redis "+rb.Addr+" not reachable")
+	rb.Restart()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("the warm-up did not end once redis was back")
+	}
+	assert.Equal(t, map[string]structs.ClusterID{"lidar/x": "a"}, r.status().From)
+	assert.Equal(t, int64(5), r.status().Bytes, "counted once")
+
+	err := s.warm.warm(ctx, c, &warmRun{w: structs.WarmUp{Cluster: "b", Datasets: []string{"no/such"}}, from: map[string]structs.ClusterID{}}, redis)
+	assert.ErrorContains(t, err, "dataset no/such does not exist")
+	assert.NotErrorIs(t, err, cache.ErrUnavailable, "not tried again")
+
+	s.cfg.WarmUpRetryFor = time.Second
+	rb.Stop()
+	err = s.warm.warmRetrying(ctx, c, &warmRun{w: structs.WarmUp{Cluster: "b", Datasets: []string{"lidar/y"}}, from: map[string]structs.ClusterID{}}, redis)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cluster b's cache: redis "+rb.Addr+" not reachable")
+	assert.Contains(t, err.Error(), "connection refused")
+	assert.Regexp(t, `\(tried for \d+s\)$`, err.Error())
 }
 
 // A term that ends with tasks waiting for a warm-up forgets it placed

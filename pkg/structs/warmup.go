@@ -33,6 +33,10 @@ type WarmUpStatus struct {
 	// Running is true while the leader copies; false on a follower or
 	// before the leader's next cycle has picked the warm-up up.
 	Running bool `json:"running"`
+	// Retries counts the times the leader tried the warm-up again
+	// because a Redis was unreachable; LastError is the last such error.
+	Retries   int    `json:"retries,omitempty"`
+	LastError string `json:"lastError,omitempty"`
 }
 
 // WarmingUp returns j's warm-up of cluster c for its current attempt, or

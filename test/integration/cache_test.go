@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -148,7 +147,8 @@ quotas:
 	require.NoError(t, err)
 	st = ended(t, c, sub.JobID, 60*time.Second)
 	assert.Equal(t, structs.JobFailed, st.Job.State)
-	assert.Equal(t, "WarmUpFailed: cache warm-up of cluster b failed: dataset missing/set is in no other cluster's cache (looked in a): load it with atom cache put", st.Job.Reason)
+	assert.Equal(t, "WarmUpFailed: cache warm-up of cluster b failed: dataset missing/set does not exist: no cluster's cache holds it (cluster b's, looked in a): "+
+		"create it with atom cache put LOCAL_DIR missing/set against a cluster's redis (atom cache ls lists the datasets a cache holds)", st.Job.Reason)
 	require.Len(t, st.Tasks, 1)
 	assert.Equal(t, structs.TaskFailed, st.Tasks[0].State)
 	assert.True(t, st.Tasks[0].StartedAt.IsZero(), "the task never started")
@@ -192,12 +192,20 @@ quotas:
 	require.NoError(t, err)
 	assert.True(t, ok)
 
-	// 5. b's Redis is down: the warm-up fails within the cache's bound.
+	// 5. b's Redis is down when the job is placed (restarting): the
+	// warm-up tries again, showing it, and the job runs once Redis is back.
 	rb.Stop()
 	sub, err = c.SubmitJob(ctx, readerSpec("down", "frames/scene-1", "cluster: b\n"), "c-6")
 	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		st, err := c.Job(ctx, sub.JobID)
+		return err == nil && len(st.WarmUps) == 1 && st.WarmUps[0].Retries > 0
+	}, 60*time.Second, 50*time.Millisecond, "the warm-up tries again")
+	st, err = c.Job(ctx, sub.JobID)
+	require.NoError(t, err)
+	assert.Contains(t, st.WarmUps[0].LastError, "cluster b's cache: redis "+rb.Addr+" not reachable")
+	rb.Restart()
 	st = ended(t, c, sub.JobID, 60*time.Second)
-	assert.Equal(t, structs.JobFailed, st.Job.State)
-	assert.True(t, strings.HasPrefix(st.Job.Reason, "WarmUpFailed: cache warm-up of cluster b failed: cluster b's cache: redis "+rb.Addr+" not reachable"), st.Job.Reason)
-	assert.True(t, st.Tasks[0].StartedAt.IsZero())
+	require.Equal(t, structs.JobSucceeded, st.Job.State, st.Job.Reason)
+	assert.Equal(t, sums, output(t, c, st))
 }

@@ -132,7 +132,7 @@ command:
 		j, tasks := e.WaitJob(t, id, "ends", nodetest.Ended)
 		assert.Equal(t, structs.JobFailed, j.State)
 		assert.Contains(t, j.Reason, "WarmUpFailed")
-		assert.Contains(t, j.Reason, "dataset video/none is in no other cluster's cache")
+		assert.Contains(t, j.Reason, "dataset video/none does not exist: no cluster's cache holds it")
 		for _, x := range tasks {
 			_, err := e.Pod(t, x.ID)
 			assert.Error(t, err, "no Pod for a task that never started")
