@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/atom-sched/atom/pkg/cache"
+	"github.com/atom-sched/atom/pkg/client"
 )
 
 // The dataset cache, from the environment the backend sets:
@@ -24,6 +27,8 @@ import (
 //	                    cache.mountPath (ATOM_JOB_SPEC), /mnt/cache
 //	ATOM_CACHE_TIMEOUT  how long a filesystem call waits for an
 //	                    unreachable Redis before failing with EIO (10s)
+//	ATOM_CACHE_RETRY    how long atom tries again, with backoff, to reach
+//	                    the Redis before the job's command starts (2m)
 //
 // The job gets REDIS_HOST and REDIS_PORT (unless its env sets them) and,
 // when mounted, ATOM_CACHE_DIR.
@@ -31,6 +36,7 @@ const (
 	envCacheRedis   = "ATOM_CACHE_REDIS"
 	envCacheMount   = "ATOM_CACHE_MOUNT"
 	envCacheTimeout = "ATOM_CACHE_TIMEOUT"
+	envCacheRetry   = "ATOM_CACHE_RETRY"
 	exitCache       = 5 // the cache could not be mounted; the command was not started
 )
 
@@ -72,6 +78,9 @@ func mountCache(a allocation, env map[string]string, log *slog.Logger) (unmount 
 	}
 	if dir == "" {
 		return func() {}, nil
+	}
+	if err := waitForRedis(addr, os.Stderr); err != nil {
+		return nil, err
 	}
 	m, err := startMount(addr, dir)
 	if err != nil {
@@ -165,5 +174,43 @@ func warnIncomplete(addr string, datasets []string, log *slog.Logger) {
 		} else if !ok {
 			fmt.Fprintf(os.Stderr, "atom: cache: dataset %s is not complete in redis %s (load it with atom cache put)\n", d, addr)
 		}
+	}
+}
+
+// defaultCacheRetry is how long atom tries to reach the cache's Redis
+// (one restarting, say) before it gives up on the job ($ATOM_CACHE_RETRY).
+const defaultCacheRetry = 2 * time.Minute
+
+// waitForRedis checks the cache's Redis (and its layout) before the mount,
+// trying again with backoff while it is unreachable, for up to
+// $ATOM_CACHE_RETRY; each retry is a line on w, the task's log. It then
+// fails naming the Redis, the last error and how long it tried.
+func waitForRedis(addr string, w io.Writer) error {
+	bound := defaultCacheRetry
+	if v := os.Getenv(envCacheRetry); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%s=%q: use a duration such as 2m", envCacheRetry, v)
+		}
+		bound = d
+	}
+	c, err := cache.New(cache.Options{Addr: addr, Timeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	start := time.Now()
+	for n := 1; ; n++ {
+		err := c.Init(context.Background())
+		if err == nil || !errors.Is(err, cache.ErrUnavailable) {
+			return err
+		}
+		wait := client.DefaultBackoff(n)
+		if time.Since(start)+wait > bound {
+			return fmt.Errorf("the cache's redis %s is unreachable after trying for %s (%s): %w",
+				addr, time.Since(start).Round(time.Second), envCacheRetry, err)
+		}
+		fmt.Fprintf(w, "atom: cache: %v; trying again in %s (retry %d, for up to %s)\n", err, wait.Round(100*time.Millisecond), n, bound)
+		time.Sleep(wait)
 	}
 }

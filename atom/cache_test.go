@@ -85,6 +85,35 @@ func TestRunMountsTheCache(t *testing.T) {
 	assert.False(t, isMounted(t, dir))
 }
 
+// A job whose cache Redis is down when atom mounts it (Redis restarting)
+// waits for it, saying so in its log at each retry, and runs once it is
+// back; past $ATOM_CACHE_RETRY it fails naming the Redis and the error.
+func TestRunWaitsForCacheRedis(t *testing.T) {
+	t.Parallel()
+	needFuse(t)
+	srv := cachetest.StartRedis(t)
+	require.NoError(t, cacheClient(t, srv).WriteFile(context.Background(), "/f.txt", []byte("back"), 0o644))
+	srv.Stop()
+	dir := filepath.Join(t.TempDir(), "cache")
+	cmd := atomCmd(t, []string{"ATOM_CACHE_REDIS=" + srv.Addr, "ATOM_CACHE_MOUNT=" + dir}, "run", "--", "cat", dir+"/f.txt")
+	var buf testlog.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool { return strings.Contains(buf.String(), "trying again in") }, 30*time.Second, 20*time.Millisecond)
+	assert.Contains(t, buf.String(), "atom: cache: redis "+srv.Addr+" not reachable")
+	assert.Contains(t, buf.String(), "(retry 1, for up to 2m0s)")
+	srv.Restart()
+	_ = cmd.Wait()
+	assert.Equal(t, 0, cmd.ProcessState.ExitCode(), buf.String())
+	assert.Contains(t, buf.String(), "back")
+	assert.False(t, isMounted(t, dir))
+
+	srv.Stop()
+	code, out := exitCode(t, atomCmd(t, []string{"ATOM_CACHE_REDIS=" + srv.Addr, "ATOM_CACHE_MOUNT=" + dir, "ATOM_CACHE_RETRY=1s"}, "run", "--", "true"))
+	assert.Equal(t, 5, code, out)
+	assert.Regexp(t, `the cache's redis `+srv.Addr+` is unreachable after trying for \d+s \(ATOM_CACHE_RETRY\): redis `+srv.Addr+` not reachable .*connection refused`, out)
+}
+
 // A job that asks for the cache on a cluster without one fails clearly.
 func TestRunWithoutCacheRedis(t *testing.T) {
 	t.Parallel()
