@@ -74,7 +74,7 @@ func measure(ctx context.Context, c *k8stest.Cluster, side string, submit func()
 		return result{}, err
 	}
 	defer w.close()
-	before, err := apiWrites(ctx, c)
+	before, err := apiRequests(ctx, c)
 	if err != nil {
 		return result{}, err
 	}
@@ -91,8 +91,12 @@ func measure(ctx context.Context, c *k8stest.Cluster, side string, submit func()
 	r.cpuBy, r.cpu = readCPU(c).since(cpuBefore)
 	r.created, r.bound = w.createdAt.Sub(start), w.boundAt.Sub(start)
 	fmt.Fprintf(os.Stderr, "%s: %s\n", side, w.progress(start))
-	if after, err := apiWrites(ctx, c); err == nil {
-		r.writes, r.writesBy = after.since(before)
+	if after, err := apiRequests(ctx, c); err == nil {
+		r.writes, r.writesBy = after.writes.since(before.writes)
+		r.reads, r.readsBy = after.reads.since(before.reads)
+		r.watches, _ = after.watches.since(nil)
+		r.podWatches, r.nodeWatches = int(after.watches["pods"]), int(after.watches["nodes"])
+		r.openPodWatches, r.openNodeWatches = int(after.open["pods"]), int(after.open["nodes"])
 	}
 	return r, nil
 }

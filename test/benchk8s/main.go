@@ -24,9 +24,9 @@
 //
 // Every side submits with -workers concurrent clients and shares kwok's
 // latency from bound to Running. Output is key=value lines: each side's
-// time, API writes by resource and CPU by process, then the ratios and
-// their targets. BENCHK8S_LOG=info shows the coordinator's log;
-// -cpuprofile profiles the atom side (this process: the coordinator).
+// time, API writes, reads and watch requests and CPU by process, then
+// the ratios and their targets. BENCHK8S_LOG=info shows the
+// coordinator's log; -cpuprofile profiles the atom side (this process: the coordinator).
 package main
 
 import (
@@ -174,6 +174,17 @@ type result struct {
 	// in all and by resource.
 	writes   int
 	writesBy string
+	// reads are its GET and LIST requests meanwhile, in all and by
+	// resource.
+	reads   int
+	readsBy string
+	// watches are its watch requests from its start until all were
+	// Running (every program's, the retries after a watch ended among
+	// them): in all, of Pods and of Nodes; and of those the ones still
+	// open then.
+	watches                         int
+	podWatches, nodeWatches         int
+	openPodWatches, openNodeWatches int
 	// cpu is the CPU seconds the cluster's programs and this process
 	// used until all were Running, in all and by process.
 	cpu   float64
@@ -200,6 +211,9 @@ func (r result) print(side string) {
 	p := strings.ReplaceAll(side, "-", "_")
 	fmt.Printf("%s_submitted_s=%.2f %s_pods_created_s=%.2f %s_pods_bound_s=%.2f\n", p, r.submitted.Seconds(), p, r.created.Seconds(), p, r.bound.Seconds())
 	fmt.Printf("%s_api_writes=%d %s_api_writes_by_resource=%s\n", p, r.writes, p, r.writesBy)
+	fmt.Printf("%s_api_reads=%d %s_api_reads_by_resource=%s\n", p, r.reads, p, r.readsBy)
+	fmt.Printf("%s_api_watches=%d %s_api_watches_pods=%d %s_api_watches_nodes=%d %s_open_watches_pods=%d %s_open_watches_nodes=%d\n",
+		p, r.watches, p, r.podWatches, p, r.nodeWatches, p, r.openPodWatches, p, r.openNodeWatches)
 	fmt.Printf("%s_cpu_s=%.2f %s_cores=%.2f %s_cpu_s_by_process=%s\n", p, r.cpu, p, r.cpu/r.running.Seconds(), p, r.cpuBy)
 	fmt.Printf("%s=%.2f\n", timeKey[side], r.running.Seconds())
 }

@@ -13,24 +13,32 @@ import (
 	"github.com/atom-sched/atom/test/k8s/k8stest"
 )
 
-// writes is the API server's count of write requests (POST, PUT, PATCH,
-// DELETE) by resource[/subresource], from its /metrics.
+// writes is a count of the API server's requests by
+// resource[/subresource], from its /metrics.
 type writes map[string]float64
 
-func apiWrites(ctx context.Context, c *k8stest.Cluster) (writes, error) {
+// requests are the API server's requests since it started, by kind.
+type requests struct {
+	writes  writes // POST, PUT, PATCH, DELETE
+	reads   writes // GET, LIST
+	watches writes // WATCH, those that ended and those still open
+	open    writes // WATCH still open
+}
+
+func apiRequests(ctx context.Context, c *k8stest.Cluster) (requests, error) {
 	raw, err := c.Admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the API server's metrics: %w", err)
+		return requests{}, fmt.Errorf("read the API server's metrics: %w", err)
 	}
-	w := writes{}
+	r := requests{writes: writes{}, reads: writes{}, watches: writes{}, open: writes{}}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
+		metric, rest, ok := strings.Cut(sc.Text(), "{")
+		if !ok || (metric != "apiserver_request_total" && metric != "apiserver_longrunning_requests") {
 			continue
 		}
-		labels, value, ok := strings.Cut(strings.TrimPrefix(line, "apiserver_request_total{"), "} ")
+		labels, value, ok := strings.Cut(rest, "} ")
 		if !ok {
 			continue
 		}
@@ -40,11 +48,6 @@ func apiWrites(ctx context.Context, c *k8stest.Cluster) (writes, error) {
 				l[k] = strings.Trim(v, `"`)
 			}
 		}
-		switch l["verb"] {
-		case "POST", "PUT", "PATCH", "DELETE":
-		default:
-			continue
-		}
 		n, err := strconv.ParseFloat(value, 64)
 		if err != nil {
 			continue
@@ -53,12 +56,27 @@ func apiWrites(ctx context.Context, c *k8stest.Cluster) (writes, error) {
 		if l["subresource"] != "" {
 			key += "/" + l["subresource"]
 		}
-		w[key] += n
+		total := metric == "apiserver_request_total"
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE":
+			if total {
+				r.writes[key] += n
+			}
+		case "GET", "LIST":
+			if total {
+				r.reads[key] += n
+			}
+		case "WATCH":
+			r.watches[key] += n
+			if !total {
+				r.open[key] += n
+			}
+		}
 	}
-	return w, sc.Err()
+	return r, sc.Err()
 }
 
-// since returns the writes made after before was taken, in all and as
+// since returns the requests made after before was taken, in all and as
 // "resource:n,..." (the largest first).
 func (w writes) since(before writes) (int, string) {
 	d := map[string]int{}
