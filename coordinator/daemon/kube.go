@@ -257,7 +257,6 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 	if cc == nil {
 		return r, func() {}, closeAll, nil
 	}
-	clients := map[structs.ClusterID]kubernetes.Interface{}
 	for i := range cc.Clusters {
 		c := &cc.Clusters[i]
 		if c.Backend != "kubernetes" {
@@ -292,24 +291,24 @@ func startKube(ctx context.Context, cc *structs.ClusterConfig, srv *server.Serve
 			return nil, nil, nil, err
 		}
 		r.kube[c.Name] = b
-		clients[c.Name] = client
 	}
 	if len(r.kube) == 0 {
 		return r, func() {}, closeAll, nil
 	}
 	follow := func() {
-		srv.AddLeaderWork(func(ctx context.Context) { followNodes(ctx, clients, apply, log) })
+		srv.AddLeaderWork(func(ctx context.Context) { followNodes(ctx, r.kube, apply, log) })
 	}
 	return r, follow, closeAll, nil
 }
 
 // followNodes follows the clusters' Nodes into the state until ctx ends:
-// leader work (Server.AddLeaderWork), so only the leader watches Nodes
-// and commits their changes, each term from the Nodes as they are then.
-func followNodes(ctx context.Context, clients map[structs.ClusterID]kubernetes.Interface, apply kube.ApplyFunc, log *slog.Logger) {
+// leader work (Server.AddLeaderWork), so only the leader commits their
+// changes, each term from the Nodes as they are then (as the backends'
+// informers have them).
+func followNodes(ctx context.Context, backends map[structs.ClusterID]*kube.Backend, apply kube.ApplyFunc, log *slog.Logger) {
 	var syncs []*kube.NodeSync
-	for _, name := range slices.Sorted(maps.Keys(clients)) {
-		s, err := kube.NewNodeSync(ctx, clients[name], name, "", 5*time.Minute, apply, log)
+	for _, name := range slices.Sorted(maps.Keys(backends)) {
+		s, err := kube.NewNodeSync(ctx, backends[name], 5*time.Minute, apply, log)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("kubernetes nodes not followed", "cluster", name, "err", err)

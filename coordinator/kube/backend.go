@@ -179,7 +179,8 @@ type Backend struct {
 	cfg    Config
 	sink   backend.EventSink
 	log    *slog.Logger
-	pods   cache.SharedIndexInformer
+	podInf cache.SharedIndexInformer // every Pod of the cluster (podinformer.go)
+	pods   podView                   // atom's task Pods of this cluster, in the namespace
 	nodes  cache.SharedIndexInformer
 	stopCh chan struct{}
 	wg     sync.WaitGroup
@@ -195,7 +196,7 @@ type Backend struct {
 	execWhy  map[types.UID]string                 // why each waiting executor Pod waits, as last told (executors_wait.go)
 
 	claims       cache.SharedIndexInformer // the namespace's PersistentVolumeClaims (see claims.go)
-	execs        cache.SharedIndexInformer // Spark's executor Pods (see executors.go)
+	execs        podView                   // Spark's executor Pods (see executors.go)
 	execKick     chan struct{}
 	listErrs     listErrors              // the informers' last list and watch errors (syncerr.go)
 	foreignExecs foreignExecs            // executor Pods of other atom clusters' drivers (executors_foreign.go)
@@ -210,9 +211,9 @@ type Backend struct {
 	configsForbidden bool
 }
 
-// New starts the backend's Pod informer (Pods labelled
-// atom.io/managed-by=atom and atom.io/cluster=cfg.Cluster in the
-// namespace) and waits until it has synced or ctx ends.
+// New starts the backend's informers (of every Pod, split as
+// podinformer.go says, of the Nodes and of the namespace's
+// PersistentVolumeClaims) and waits until they have synced or ctx ends.
 func New(ctx context.Context, cfg Config, sink backend.EventSink) (*Backend, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("kube backend: no client")
@@ -250,16 +251,15 @@ func New(ctx context.Context, cfg Config, sink backend.EventSink) (*Backend, err
 		execPods: map[structs.TaskID]string{}, execWhy: map[types.UID]string{}, execKick: make(chan struct{}, 1),
 		pullSince: map[types.UID]time.Time{}, endedSeen: map[types.UID]time.Time{},
 		readmitting: map[types.UID]bool{}, refusedSince: map[structs.TaskID]time.Time{}, madeConfigs: map[string]bool{}}
-	sel := LabelManaged + "=atom," + LabelCluster + "=" + LabelValue(string(cfg.Cluster))
-	f := informers.NewSharedInformerFactoryWithOptions(cfg.Client, cfg.Resync, informers.WithNamespace(cfg.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
-	b.pods = f.Core().V1().Pods().Informer()
-	b.watchErrors("pods in namespace "+cfg.Namespace, b.pods)
-	if _, err := b.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	pf, err := b.newPods()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.onPods(partTask, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { b.observe(o, false) },
 		UpdateFunc: func(_, o any) { b.observe(o, false) },
 		DeleteFunc: func(o any) { b.observe(o, true) },
-	}); err != nil {
+	}, cfg.Resync); err != nil {
 		return nil, err
 	}
 	nf := informers.NewSharedInformerFactory(cfg.Client, cfg.Resync)
@@ -276,13 +276,13 @@ func New(ctx context.Context, cfg Config, sink backend.EventSink) (*Backend, err
 		return nil, err
 	}
 	b.startClaims()
-	f.Start(b.stopCh)
+	pf.Start(b.stopCh)
 	nf.Start(b.stopCh)
-	if !cache.WaitForCacheSync(ctx.Done(), b.pods.HasSynced, b.nodes.HasSynced, b.execs.HasSynced, b.claims.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), b.podInf.HasSynced, b.nodes.HasSynced, b.claims.HasSynced) {
 		close(b.stopCh)
 		var pending []string
-		for what, inf := range map[string]cache.SharedIndexInformer{"pods in namespace " + cfg.Namespace: b.pods, "nodes": b.nodes,
-			"executor pods in namespace " + cfg.Namespace: b.execs, "persistentvolumeclaims in namespace " + cfg.Namespace: b.claims} {
+		for what, inf := range map[string]cache.SharedIndexInformer{"pods": b.podInf, "nodes": b.nodes,
+			"persistentvolumeclaims in namespace " + cfg.Namespace: b.claims} {
 			if !inf.HasSynced() {
 				pending = append(pending, what)
 			}
@@ -424,7 +424,7 @@ func (b *Backend) stopInPlace(name string) *corev1.Pod {
 	if b.cfg.KeepFinished < 0 || b.cfg.Beat > 0 {
 		return nil
 	}
-	o, ok, _ := b.pods.GetStore().GetByKey(b.cfg.Namespace + "/" + name)
+	o, ok, _ := b.pods.GetByKey(b.cfg.Namespace + "/" + name)
 	p, _ := o.(*corev1.Pod)
 	if !ok || p == nil || p.Spec.NodeName == "" || p.DeletionTimestamp != nil || podFinished(p) {
 		return nil
@@ -442,7 +442,7 @@ func (b *Backend) stopLate(id structs.TaskID, p *corev1.Pod, secs int64) {
 		return
 	default:
 	}
-	o, ok, _ := b.pods.GetStore().GetByKey(p.Namespace + "/" + p.Name)
+	o, ok, _ := b.pods.GetByKey(p.Namespace + "/" + p.Name)
 	now, _ := o.(*corev1.Pod)
 	if !ok || now == nil || now.UID != p.UID || now.DeletionTimestamp != nil || podFinished(now) {
 		return

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -32,8 +31,8 @@ import (
 //	executor task Stopping (driver ended, job ended/preempted/cancelled) ──Stop──▶ Pod deleted
 //	Pod phases ──▶ the executor task's events, as a task Pod's
 //
-// The executor informer watches Pods labelled atom.io/job and not
-// atom.io/managed-by: Spark's, not atom's own.
+// Executor Pods are the Pods of the namespace labelled atom.io/job and not
+// atom.io/managed-by: Spark's, not atom's own (podinformer.go).
 
 // ErrExecutorWait is what Host.TakeExecutor returns (wrapped) for an
 // executor that does not fit now: its Pod stays unbound and is tried again.
@@ -53,23 +52,13 @@ type ExecutorRequest struct {
 	Tolerations  []corev1.Toleration
 }
 
-// executorSelector picks Spark's executor Pods of atom's jobs.
-const executorSelector = LabelJob + ",!" + LabelManaged
-
 func (b *Backend) startExecutors() error {
-	f := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync, informers.WithNamespace(b.cfg.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = executorSelector }))
-	b.execs = f.Core().V1().Pods().Informer()
-	b.watchErrors("executor pods in namespace "+b.cfg.Namespace, b.execs)
-	if _, err := b.execs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := b.onPods(partExecutor, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { b.observeExecutor(o, false) },
 		UpdateFunc: func(_, o any) { b.observeExecutor(o, false) },
 		DeleteFunc: func(o any) { b.observeExecutor(o, true) },
-	}); err != nil {
-		return err
-	}
-	f.Start(b.stopCh)
-	return nil
+	}, b.cfg.Resync)
+	return err
 }
 
 // executorLoop has the leader take unbound executor Pods as they come (and
@@ -125,7 +114,7 @@ func (b *Backend) takeExecutors() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, o := range b.execs.GetStore().List() {
+	for _, o := range b.execs.List() {
 		p, ok := o.(*corev1.Pod)
 		if !ok || !b.ours(p) || p.DeletionTimestamp != nil || finished(p) || b.foreign(ctx, p) {
 			continue
@@ -193,7 +182,7 @@ func (b *Backend) driverOf(p *corev1.Pod, job structs.JobID) (structs.TaskID, st
 	if ref == nil {
 		return "", "it has no driver Pod as its owner (Spark sets one from spark.kubernetes.driver.pod.name)"
 	}
-	o, ok, err := b.pods.GetStore().GetByKey(p.Namespace + "/" + ref.Name)
+	o, ok, err := b.pods.GetByKey(p.Namespace + "/" + ref.Name)
 	d, _ := o.(*corev1.Pod)
 	if err != nil || !ok || d == nil || d.UID != ref.UID || d.DeletionTimestamp != nil {
 		return "", fmt.Sprintf("its driver Pod %s (uid %s) is gone", ref.Name, ref.UID)
@@ -327,7 +316,7 @@ func (b *Backend) beatExecutors() {
 	if b.cfg.Host == nil {
 		return
 	}
-	for _, o := range b.execs.GetStore().List() {
+	for _, o := range b.execs.List() {
 		p, ok := o.(*corev1.Pod)
 		if !ok || !b.ours(p) || p.Spec.NodeName == "" || p.DeletionTimestamp != nil || finished(p) {
 			continue

@@ -33,7 +33,7 @@ func (b *Backend) foreign(ctx context.Context, p *corev1.Pod) bool {
 	if ref == nil {
 		return false
 	}
-	if _, ok, _ := b.pods.GetStore().GetByKey(p.Namespace + "/" + ref.Name); ok {
+	if _, ok, _ := b.pods.GetByKey(p.Namespace + "/" + ref.Name); ok {
 		return false
 	}
 	b.foreignExecs.mu.Lock()

@@ -78,7 +78,7 @@ func (b *Backend) isBound(id structs.TaskID) bool {
 	if b.boundIDs[id] {
 		return true
 	}
-	o, ok, err := b.pods.GetStore().GetByKey(b.cfg.Namespace + "/" + PodName(id))
+	o, ok, err := b.pods.GetByKey(b.cfg.Namespace + "/" + PodName(id))
 	if err != nil || !ok {
 		return false
 	}

@@ -5,42 +5,24 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
-// othersSelector selects the Pods that are not atom's: neither task Pods
-// nor Spark executors (both carry atom.io/job). DaemonSets (the CNI, the
-// device plugin, log shippers), system Pods and anything else the
-// cluster runs on a node hold part of its allocatable resources, which
-// the kubelet counts when it admits a Pod: a task Pod asking what atom
-// thought free (a whole node's CPUs, bound to its 8 GPUs) was refused,
-// OutOfcpu, every time.
-const othersSelector = "!" + LabelJob
+// The other Pods of a node, those without atom.io/job (neither task Pods
+// nor Spark executors), hold part of its allocatable resources:
+// DaemonSets (the CNI, the device plugin, log shippers), system Pods and
+// anything else the cluster runs on a node. The kubelet counts them when
+// it admits a Pod: a task Pod asking what atom thought free (a whole
+// node's CPUs, bound to its 8 GPUs) was refused, OutOfcpu, every time.
 
-// startOthers starts the informer of the Pods that are not atom's, in
-// every namespace, keeping of each only its node, phase and what it
-// asks, and waits until it has synced. On each change of the resources
-// they hold on a node, onNode(node) runs.
-func (s *NodeSync) startOthers(ctx context.Context, client kubernetes.Interface, onNode func(string)) error {
-	f := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = othersSelector }))
-	inf := f.Core().V1().Pods().Informer()
-	_ = inf.SetTransform(func(o any) (any, error) {
-		p, ok := o.(*corev1.Pod)
-		if !ok {
-			return o, nil
-		}
-		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion},
-			Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: []corev1.Container{{Name: "requests", Resources: corev1.ResourceRequirements{Requests: req}}}},
-			Status: corev1.PodStatus{Phase: p.Status.Phase}}, nil
-	})
+// startOthers follows the other Pods of every namespace in the backend's
+// Pod informer, which keeps of each only its node, phase and what it asks
+// (podinformer.go), and waits until it has them all. On each change of
+// the resources they hold on a node, onNode(node) runs.
+func (s *NodeSync) startOthers(ctx context.Context, onNode func(string)) error {
 	note := func(o any, gone bool) {
 		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 			o, gone = d.Obj, true
@@ -77,15 +59,16 @@ func (s *NodeSync) startOthers(ctx context.Context, client kubernetes.Interface,
 			onNode(now.node)
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := s.b.onPods(partOther, cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { note(o, false) },
 		UpdateFunc: func(_, o any) { note(o, false) },
 		DeleteFunc: func(o any) { note(o, true) },
-	}); err != nil {
-		return err
+	}, 0)
+	if err != nil {
+		return fmt.Errorf("node sync %s: %w", s.cluster, err)
 	}
-	f.Start(s.stopCh)
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	s.regs = append(s.regs, handlerReg{s.b.podInf, reg})
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		return fmt.Errorf("node sync %s: informer of the Pods that are not atom's did not sync: %w", s.cluster, ctx.Err())
 	}
 	return nil
@@ -99,7 +82,7 @@ type otherUse struct {
 }
 
 func usage(p *corev1.Pod) otherUse {
-	r := p.Spec.Containers[0].Resources.Requests
+	r := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 	u := otherUse{node: p.Spec.NodeName}
 	if q, ok := r[corev1.ResourceCPU]; ok {
 		u.milliCPU = q.MilliValue()

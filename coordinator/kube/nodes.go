@@ -13,9 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/atom-sched/atom/coordinator/state"
@@ -93,13 +90,15 @@ type ApplyFunc func(ctx context.Context, c state.Command) error
 // NodeRemove. A command that fails (not the leader, a node that still
 // runs tasks) is tried again at the next change or resync. The
 // coordinator runs one per cluster on the leader only, for a term at a
-// time.
+// time. It reads the Nodes and the other Pods from the cluster's
+// backend's informers, which watch them anyway.
 type NodeSync struct {
 	cluster structs.ClusterID
 	apply   ApplyFunc
 	log     *slog.Logger
-	inf     cache.SharedIndexInformer
-	stopCh  chan struct{}
+	b       *Backend
+	regs    []handlerReg // its handlers on the backend's informers
+	closed  sync.Once
 
 	mu      sync.Mutex
 	last    map[string]*structs.Node // what was last committed, by name
@@ -120,44 +119,56 @@ type refusal struct {
 // (kubelets and kwok update their Node's status every few seconds).
 const refuseRetry = time.Minute
 
-// NewNodeSync starts following the Nodes selected by selector ("" for
-// all) through client and waits until the informer has synced (and the
-// nodes it found were applied) or ctx ends.
-func NewNodeSync(ctx context.Context, client kubernetes.Interface, cluster structs.ClusterID, selector string, resync time.Duration, apply ApplyFunc, log *slog.Logger) (*NodeSync, error) {
+// handlerReg is an event handler added to an informer.
+type handlerReg struct {
+	inf cache.SharedIndexInformer
+	reg cache.ResourceEventHandlerRegistration
+}
+
+// NewNodeSync starts following the Nodes of backend b's cluster, each
+// changed one and every one every resync (0: only changes), and waits
+// until the Nodes there were then have been applied or ctx ends.
+func NewNodeSync(ctx context.Context, b *Backend, resync time.Duration, apply ApplyFunc, log *slog.Logger) (*NodeSync, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &NodeSync{cluster: cluster, apply: apply, log: log.With("cluster", cluster), stopCh: make(chan struct{}), last: map[string]*structs.Node{}, refused: map[string]refusal{},
+	cluster := b.cfg.Cluster
+	s := &NodeSync{cluster: cluster, apply: apply, log: log.With("cluster", cluster), b: b, last: map[string]*structs.Node{}, refused: map[string]refusal{},
 		others: map[string]otherUse{}, perNode: map[string]otherUse{}}
-	f := informers.NewSharedInformerFactoryWithOptions(client, resync,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-	s.inf = f.Core().V1().Nodes().Informer()
 	// What other Pods hold comes first, so a node's first upsert has it.
-	if err := s.startOthers(ctx, client, func(node string) {
-		if o, ok, _ := s.inf.GetStore().GetByKey(node); ok {
+	if err := s.startOthers(ctx, func(node string) {
+		if o, ok, _ := b.nodes.GetStore().GetByKey(node); ok {
 			s.upsert(o)
 		}
 	}); err != nil {
-		close(s.stopCh)
+		s.Close()
 		return nil, err
 	}
-	if _, err := s.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := b.nodes.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { s.upsert(o) },
 		UpdateFunc: func(_, o any) { s.upsert(o) },
 		DeleteFunc: func(o any) { s.remove(o) },
-	}); err != nil {
-		return nil, err
+	}, resync)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("node sync %s: %w", cluster, err)
 	}
-	f.Start(s.stopCh)
-	if !cache.WaitForCacheSync(ctx.Done(), s.inf.HasSynced) {
-		close(s.stopCh)
+	s.regs = append(s.regs, handlerReg{b.nodes, reg})
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		s.Close()
 		return nil, fmt.Errorf("node sync %s: informer did not sync: %w", cluster, ctx.Err())
 	}
 	return s, nil
 }
 
 // Close stops following.
-func (s *NodeSync) Close() { close(s.stopCh) }
+func (s *NodeSync) Close() {
+	s.closed.Do(func() {
+		for _, r := range s.regs {
+			_ = r.inf.RemoveEventHandler(r.reg)
+		}
+	})
+}
 
 func (s *NodeSync) upsert(o any) {
 	k, ok := o.(*corev1.Node)

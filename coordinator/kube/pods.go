@@ -262,7 +262,7 @@ func (b *Backend) beat() {
 			return
 		case <-t.C:
 		}
-		for _, o := range b.pods.GetStore().List() {
+		for _, o := range b.pods.List() {
 			p, ok := o.(*corev1.Pod)
 			if !ok || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 				continue
@@ -281,7 +281,7 @@ func (b *Backend) beat() {
 // Running lists the tasks whose Pods the informer sees Running.
 func (b *Backend) Running() []structs.TaskID {
 	var ids []structs.TaskID
-	for _, o := range b.pods.GetStore().List() {
+	for _, o := range b.pods.List() {
 		if p, ok := o.(*corev1.Pod); ok && p.Status.Phase == corev1.PodRunning {
 			ids = append(ids, structs.TaskID(p.Annotations[LabelTask]))
 		}

@@ -22,7 +22,7 @@ var cannotStart = map[string]bool{"InvalidImageName": true, "ErrImageNeverPull":
 // naming a Secret or ConfigMap key that is not there) is reported Lost
 // saying why, once.
 func (b *Backend) beatStarting() {
-	for _, o := range b.pods.GetStore().List() {
+	for _, o := range b.pods.List() {
 		p, ok := o.(*corev1.Pod)
 		if !ok || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
 			continue

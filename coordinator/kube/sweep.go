@@ -59,7 +59,7 @@ func (b *Backend) Sweep() {
 	}
 	b.mu.Unlock()
 	onNode := map[string]int{}
-	for _, o := range b.pods.GetStore().List() {
+	for _, o := range b.pods.List() {
 		p, ok := o.(*corev1.Pod)
 		if !ok || p.DeletionTimestamp != nil {
 			continue
@@ -86,7 +86,7 @@ func (b *Backend) Sweep() {
 		b.orphan(ctx, id, p, tok != "" && live)
 	}
 	// Spark's executor Pods on such nodes are their tasks' too.
-	for _, o := range b.execs.GetStore().List() {
+	for _, o := range b.execs.List() {
 		p, ok := o.(*corev1.Pod)
 		if !ok || p.DeletionTimestamp != nil || p.Spec.NodeName == "" || !b.ours(p) || b.cfg.Host == nil {
 			continue

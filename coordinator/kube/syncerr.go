@@ -25,7 +25,7 @@ type listErrors struct {
 	last map[string]error // informer → its last error; nil once it synced
 }
 
-// watch has informer inf, named what ("pods in namespace atom-jobs"),
+// watch has informer inf, named what ("persistentvolumeclaims in namespace atom-jobs"),
 // report its list and watch errors to l. Call it before the informer
 // starts.
 func (b *Backend) watchErrors(what string, inf cache.SharedIndexInformer) {
@@ -81,8 +81,8 @@ func (b *Backend) probe() (what string, err error) {
 	if _, err := core.Nodes().List(ctx, one); err != nil {
 		return "nodes", err
 	}
-	if _, err := core.Pods(b.cfg.Namespace).List(ctx, one); err != nil {
-		return "pods in namespace " + b.cfg.Namespace, err
+	if _, err := core.Pods("").List(ctx, one); err != nil {
+		return "pods", err
 	}
 	if _, err := core.PersistentVolumeClaims(b.cfg.Namespace).List(ctx, one); err != nil {
 		return "persistentvolumeclaims in namespace " + b.cfg.Namespace, err

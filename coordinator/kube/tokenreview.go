@@ -83,7 +83,7 @@ func (b *Backend) ReviewPodToken(ctx context.Context, id structs.TaskID, allocTo
 	if pods[0] != name {
 		return &TokenRefused{Msg: fmt.Sprintf("the token is bound to Pod %s/%s, not to task %s's Pod %s: each Pod gets only its own task's token", b.cfg.Namespace, pods[0], id, name)}
 	}
-	o, ok, err := b.pods.GetStore().GetByKey(b.cfg.Namespace + "/" + name)
+	o, ok, err := b.pods.GetByKey(b.cfg.Namespace + "/" + name)
 	p, _ := o.(*corev1.Pod)
 	if err != nil || !ok || p == nil {
 		return fmt.Errorf("pod %s/%s of task %s is not seen here yet: retry", b.cfg.Namespace, name, id)

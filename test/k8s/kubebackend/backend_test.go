@@ -382,7 +382,7 @@ func TestBackend(t *testing.T) {
 			}
 			return nil
 		}
-		s, err := kube.NewNodeSync(ctx, c.Coordinator, "k8s", "", 0, apply, nil)
+		s, err := kube.NewNodeSync(ctx, b, 0, apply, nil)
 		require.NoError(t, err)
 		defer s.Close()
 		check := func(cond func() bool, msg string) {

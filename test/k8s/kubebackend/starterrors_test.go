@@ -37,7 +37,7 @@ func TestStartErrors(t *testing.T) {
 
 	// No RBAC applied: the service account may list nothing.
 	err := newBackend(c.CoordinatorConfig)
-	require.Regexp(t, `^kube backend k8s: cannot list (executor pods in namespace atom-jobs, )?(nodes, )?(persistentvolumeclaims in namespace atom-jobs, )?(pods in namespace atom-jobs)?: `, err.Error())
+	require.Regexp(t, `^kube backend k8s: cannot list (nodes, )?(persistentvolumeclaims in namespace atom-jobs, )?(pods)?: `, err.Error())
 	require.Contains(t, err.Error(), `is forbidden: User "system:serviceaccount:atom:atom-coordinator" cannot list resource`)
 	require.Contains(t, err.Error(), "the coordinator's identity lacks permissions: apply deploy/rbac.yaml (ClusterRole atom-coordinator) and bind it")
 	require.NotContains(t, err.Error(), "deadline exceeded")
