@@ -48,3 +48,36 @@ func TestEndedJobDuration(t *testing.T) {
 	assert.Equal(t, map[string]string{"ran-1": "30m", "running-2": "30m", "never-3": "-"}, rows)
 	assert.Contains(t, must(t, e, "u1", "job", "status", "ran-1"), "Duration:")
 }
+
+// TestRestartedJobDuration: a job that ran, failed, restarted and then
+// succeeded shows its first start and its attempt's start, and a DURATION
+// from the first start to its end, in list and status alike.
+func TestRestartedJobDuration(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	t0 := apitest.T0.Add(-time.Hour)
+	j := st.NewJob("mpi-1", "u1").CPU(1, 1).Obj()
+	j.RestartPolicy = structs.RestartOnFailure
+	e.Store.Must(t, &state.JobSubmit{Job: j, Now: t0})
+	require.Equal(t, []structs.JobID{"mpi-1"}, e.Store.Schedule(t, t0).Placed)
+	e.Store.Report(t, e.Store.Tasks("mpi-1")[0].ID, structs.TaskRunning, t0.Add(time.Minute))
+	e.Store.Report(t, e.Store.Tasks("mpi-1")[0].ID, structs.TaskFailed, t0.Add(11*time.Minute))
+	require.Equal(t, structs.JobPending, e.Store.Job("mpi-1").State)
+	status := must(t, e, "u1", "job", "status", "mpi-1")
+	assert.Contains(t, status, "Started:")
+	assert.Contains(t, status, when(t0.Add(time.Minute))+" (attempt 1 not started yet)")
+
+	require.Equal(t, []structs.JobID{"mpi-1"}, e.Store.Schedule(t, t0.Add(20*time.Minute)).Placed)
+	tasks := e.Store.Tasks("mpi-1")
+	last := tasks[len(tasks)-1].ID
+	e.Store.Report(t, last, structs.TaskRunning, t0.Add(21*time.Minute))
+	e.Store.Report(t, last, structs.TaskSucceeded, t0.Add(31*time.Minute))
+	require.Equal(t, structs.JobSucceeded, e.Store.Job("mpi-1").State)
+
+	list := strings.Split(strings.TrimSpace(must(t, e, "u1", "job", "list", "--state", "Succeeded")), "\n")
+	require.Len(t, list, 2)
+	f := strings.Fields(list[1])
+	assert.Equal(t, "30m", f[len(f)-1])
+	status = must(t, e, "u1", "job", "status", "mpi-1")
+	assert.Regexp(t, `Started:\s+`+when(t0.Add(time.Minute))+` \(attempt 1 started `+when(t0.Add(21*time.Minute))+`\)`, status)
+	assert.Regexp(t, `Duration:\s+30m\n`, status)
+}

@@ -47,9 +47,8 @@ func jobCommand() *cli.Command {
 				Name:      "list",
 				Usage:     "list the jobs you may see (yours and your projects')",
 				UsageText: "coordinator job list [--state S] [--owner U] [--project P] [--kind K] [--watch]",
-				Description: "Lists the jobs, oldest first, with their AGE (since submitted) and DURATION (a running\n" +
-					"job's: since its current attempt started; an ended job's: from its first start to its end,\n" +
-					"- if it never started). --watch then prints a job's\n" +
+				Description: "Lists the jobs, oldest first, with their AGE (since submitted) and DURATION (from its\n" +
+					"first start, in any attempt, to its end or now; - if it never started). --watch then prints a job's\n" +
 					"row again whenever it is new or changes, until interrupted (as kubectl get -w).",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "state", Usage: "only jobs in this state: Pending, Scheduled, Running, Succeeded, Failed or Cancelled"},
@@ -307,8 +306,8 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 		kv("Command", strings.Join(append(append([]string{}, j.Command...), j.Args...), " "))
 	}
 	kv("Submitted", when(j.SubmitTime)+" ("+age(j.SubmitTime)+" ago)")
-	if !j.StartedAt.IsZero() {
-		kv("Started", when(j.StartedAt))
+	if s := startedLine(j); s != "" {
+		kv("Started", s)
 	}
 	if !j.EndedAt.IsZero() {
 		kv("Ended", when(j.EndedAt))

@@ -20,18 +20,37 @@ func jobRow(j *structs.Job) []string {
 	return cells(j.ID, j.Name, j.Kind, j.Owner, j.Project, j.Priority, j.State, s.Replicas, s.Resources, age(j.SubmitTime), jobDuration(j))
 }
 
-// jobDuration is a job's DURATION: an ended job's from when it first
-// started to when it ended, whatever its end ("-" if it never started);
-// a live job's current attempt's, so far.
+// jobDuration is a job's DURATION: from when it first started (its first
+// task's first start, in any attempt) to when it ended, or to now while it
+// has not; "-" if it never started. A job restarted by its restart policy
+// counts every attempt, as kubectl's Job DURATION does.
 func jobDuration(j *structs.Job) string {
-	if !j.State.Ended() {
-		return span(j.StartedAt, j.EndedAt)
+	return span(firstStart(j), j.EndedAt)
+}
+
+// firstStart is when j first started.
+func firstStart(j *structs.Job) time.Time {
+	if j.FirstStartedAt.IsZero() {
+		return j.StartedAt // started before jobs kept their first start
 	}
-	start := j.FirstStartedAt
-	if start.IsZero() {
-		start = j.StartedAt // ended before jobs kept their first start
+	return j.FirstStartedAt
+}
+
+// startedLine is job status's Started: the first start and, when the
+// current attempt started later or has not started, that attempt's.
+func startedLine(j *structs.Job) string {
+	first := firstStart(j)
+	switch {
+	case first.IsZero():
+		return ""
+	case !j.StartedAt.IsZero() && !j.StartedAt.Equal(first):
+		return fmt.Sprintf("%s (attempt %d started %s)", when(first), j.Attempt, when(j.StartedAt))
+	case j.StartedAt.IsZero() && j.State.Ended():
+		return fmt.Sprintf("%s (attempt %d never started)", when(first), j.Attempt)
+	case j.StartedAt.IsZero():
+		return fmt.Sprintf("%s (attempt %d not started yet)", when(first), j.Attempt)
 	}
-	return span(start, j.EndedAt)
+	return when(first)
 }
 
 var jobHeader = []string{"ID", "NAME", "KIND", "OWNER", "PROJECT", "PRIORITY", "STATE", "REPLICAS", "RESOURCES", "AGE", "DURATION"}
