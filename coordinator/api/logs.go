@@ -94,7 +94,11 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 			rc, err = s.awaitLog(r, t.ID)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(w, "(no output kept: %s)\n", noOutput(err))
+			if why := notStarted(t); why != "" {
+				fmt.Fprintf(w, "(no output: %s)\n", why)
+			} else {
+				fmt.Fprintf(w, "(no output kept: %s)\n", noOutput(err))
+			}
 			continue
 		}
 		if err == nil && offset > 0 {
@@ -205,6 +209,30 @@ func newer(a, b *structs.Task) bool {
 		return a.ScheduledAt.After(b.ScheduledAt)
 	}
 	return a.ID > b.ID
+}
+
+// notStarted says why task t has no output when it never started: it
+// ended before it started (a failed cache warm-up, a process that could
+// not start, a lost placement), or it has not started yet; "" when it
+// started.
+func notStarted(t *structs.Task) string {
+	switch {
+	case !t.StartedAt.IsZero():
+		return ""
+	case t.State == structs.TaskScheduled:
+		return fmt.Sprintf("task %s has not started yet", t.ID)
+	case t.State.HoldsResources():
+		return ""
+	}
+	what := "failed"
+	if t.State != structs.TaskFailed {
+		what = "ended (" + strings.ToLower(string(t.State)) + ")"
+	}
+	why := strings.TrimPrefix(t.Message, "never started: ")
+	if why == "" {
+		why = fmt.Sprintf("exit code %d", t.ExitCode)
+	}
+	return fmt.Sprintf("task %s %s before it started: %s", t.ID, what, why)
 }
 
 // noOutput says why a task has no output to show: what err (which wraps

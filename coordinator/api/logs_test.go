@@ -150,7 +150,7 @@ func TestLogsShareTheLimit(t *testing.T) {
 	assert.Regexp(t, `^\(… 9\.\d MiB cut: showing the last 2\.7 MiB; coordinator job logs -f --task `+string(tasks[0].ID)+` noisy-1 shows all\)$`, lines[1])
 	assert.True(t, strings.HasSuffix(lines[2], "\nnoisy: the end\n"), "the noisy task's end is shown")
 	assert.Equal(t, fmt.Sprintf("%s (replica 1, node %s) <==\n%s", tasks[1].ID, tasks[1].Node, quiet), sections[2], "a small output is shown whole, without a marker")
-	assert.Contains(t, sections[3], "(no output kept")
+	assert.Contains(t, sections[3], "(no output: task "+string(tasks[2].ID)+" has not started yet)")
 
 	// One task asked for gets the whole limit.
 	body = getLogs(t, srv, "?task="+string(tasks[0].ID))
@@ -246,4 +246,27 @@ func TestLogsCurrentAttempt(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, resp.StatusCode, q)
 		assert.Contains(t, string(b), want, q)
 	}
+}
+
+// TestLogsOfATaskThatNeverStarted: a task that ended before it started
+// (here its process could not start; a failed cache warm-up alike) has no output because it never ran,
+// and the answer says so and why, not that a server is down.
+func TestLogsOfATaskThatNeverStarted(t *testing.T) {
+	store := apitest.NewStore()
+	store.Load(t, apitest.Cluster)
+	s, err := structs.ParseJobSpec([]byte(`{kind: command, name: noisy, command: [run], resources: {cpu: "1", memory: 1Gi}}`))
+	require.NoError(t, err)
+	j, err := s.ToJob("u1")
+	require.NoError(t, err)
+	j.ID = "noisy-1"
+	store.Must(t, &state.JobSubmit{Job: j, Now: apitest.T0})
+	store.Schedule(t, apitest.T0)
+	store.Must(t, &state.TaskUpdate{Events: []structs.TaskEvent{{Task: "noisy-1-0-a0", State: structs.TaskFailed, ExitCode: 127,
+		Message: "exec: \"run\": executable file not found in $PATH", Time: apitest.T0}}})
+	tf, err := api.ParseTokens([]byte("users: [{name: admin, token: " + logsToken + ", admin: true}]\n"))
+	require.NoError(t, err)
+	srv := httptest.NewServer(api.New(store, api.Config{Tokens: tf, Clock: func() time.Time { return apitest.T0 },
+		Logs: func(structs.TaskID, bool) (io.ReadCloser, error) { return nil, fs.ErrNotExist }}))
+	t.Cleanup(srv.Close)
+	assert.Equal(t, "(no output: task noisy-1-0-a0 failed before it started: exec: \"run\": executable file not found in $PATH)\n", getLogs(t, srv, ""))
 }

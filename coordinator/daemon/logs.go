@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/atom-sched/atom/coordinator/backend"
@@ -46,6 +48,7 @@ func (f *forwarder) logSource(run *local.Backend, be backend.Backend, self strin
 		if !errors.Is(err, fs.ErrNotExist) {
 			return rc, err
 		}
+		var down []string
 		for sid, base := range f.peers {
 			if sid == self {
 				continue
@@ -58,14 +61,19 @@ func (f *forwarder) logSource(run *local.Backend, be backend.Backend, self strin
 			req.Header.Set("Authorization", "Bearer "+f.secret)
 			resp, err := f.logClient.Do(req)
 			if err != nil {
-				continue // that server is down: it may have run the task, but cannot say
+				down = append(down, sid) // it may have run the task, but cannot say
+				continue
 			}
 			if resp.StatusCode == http.StatusOK {
 				return resp.Body, nil
 			}
 			resp.Body.Close()
 		}
-		return nil, fs.ErrNotExist
+		if len(down) > 0 {
+			slices.Sort(down)
+			return nil, fmt.Errorf("no server that answered keeps any; %s, down, may have run it: %w", strings.Join(down, ", "), fs.ErrNotExist)
+		}
+		return nil, fmt.Errorf("no server keeps any: it wrote none, or its output was removed with the server that ran it: %w", fs.ErrNotExist)
 	}
 }
 
