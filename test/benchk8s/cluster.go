@@ -78,13 +78,20 @@ func measure(ctx context.Context, c *k8stest.Cluster, side string, submit func()
 	if err != nil {
 		return result{}, err
 	}
+	stopProfile, err := profile(side)
+	if err != nil {
+		return result{}, err
+	}
 	cpuBefore := readCPU(c)
 	start := time.Now()
 	if err := submit(); err != nil {
+		stopProfile()
 		return result{}, fmt.Errorf("submit: %w", err)
 	}
 	r := result{submitted: time.Since(start)}
-	if err := w.wait(ctx); err != nil {
+	err = w.wait(ctx)
+	stopProfile()
+	if err != nil {
 		return result{}, err
 	}
 	r.running = w.at.Sub(start)

@@ -26,7 +26,9 @@
 // latency from bound to Running. Output is key=value lines: each side's
 // time, API writes, reads and watch requests and CPU by process, then
 // the ratios and their targets. BENCHK8S_LOG=info shows the
-// coordinator's log; -cpuprofile profiles the atom side (this process: the coordinator).
+// coordinator's log; -cpuprofile profiles this process (the coordinator,
+// the clients and the watch) on the atom side, from its first submission
+// until all its Pods ran.
 package main
 
 import (
@@ -125,11 +127,6 @@ func run() error {
 func runSide(ctx context.Context, side string, shape *podShape, atomPods []corev1.Pod) (result, error) {
 	switch side {
 	case "atom":
-		stop, err := profile()
-		if err != nil {
-			return result{}, err
-		}
-		defer stop()
 		return runAtom(ctx, side, 1)
 	case "gang-atom":
 		return runAtom(ctx, side, *flagGang)
@@ -149,9 +146,10 @@ func runSide(ctx context.Context, side string, shape *podShape, atomPods []corev
 	return result{}, fmt.Errorf("unknown side %q", side)
 }
 
-// profile writes a CPU profile of the atom side to -cpuprofile.
-func profile() (stop func(), err error) {
-	if *flagCPUProfile == "" {
+// profile writes a CPU profile of side to -cpuprofile if it is the atom
+// side.
+func profile(side string) (stop func(), err error) {
+	if *flagCPUProfile == "" || side != "atom" {
 		return func() {}, nil
 	}
 	f, err := os.Create(*flagCPUProfile)
