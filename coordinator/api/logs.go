@@ -94,7 +94,7 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 			rc, err = s.awaitLog(r, t.ID)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			if why := notStarted(t); why != "" {
+			if why := notStarted(s.taskNow(t)); why != "" {
 				fmt.Fprintf(w, "(no output: %s)\n", why)
 			} else {
 				fmt.Fprintf(w, "(no output kept: %s)\n", noOutput(err))
@@ -217,8 +217,8 @@ func newer(a, b *structs.Task) bool {
 // started.
 func notStarted(t *structs.Task) string {
 	switch {
-	case !t.StartedAt.IsZero():
-		return ""
+	case !t.StartedAt.IsZero() || t.State == structs.TaskSucceeded:
+		return "" // a task that succeeded ran, whether or not its start was reported
 	case t.State == structs.TaskScheduled:
 		return fmt.Sprintf("task %s has not started yet", t.ID)
 	case t.State.HoldsResources():
@@ -290,6 +290,17 @@ func (s *server) awaitLog(r *http.Request, id structs.TaskID) (io.ReadCloser, er
 }
 
 // taskEnded reports whether task id no longer runs (or is gone).
+// taskNow is task t as it is now (a followed task has moved on since the
+// request read it), or t when it is gone.
+func (s *server) taskNow(t *structs.Task) *structs.Task {
+	s.store.Read(func(st *state.State) {
+		if now := st.Tasks[t.ID]; now != nil {
+			t = now
+		}
+	})
+	return t
+}
+
 func (s *server) taskEnded(id structs.TaskID) bool {
 	ended := true
 	s.store.Read(func(st *state.State) {
