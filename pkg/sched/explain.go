@@ -50,6 +50,7 @@ func (w *world) explain(f failure, cache whyCache) *Why {
 			cache[string(key)] = base
 		}
 	}
+	base = w.poolOnlyWhy(j, base)
 	if f.protected != nil {
 		why := *base
 		why.Waiting = f.protected.String()
@@ -65,6 +66,38 @@ func (w *world) explain(f failure, cache whyCache) *Why {
 	why := *base
 	why.Quota = f.quota
 	why.render("waiting for quota")
+	return &why
+}
+
+// poolOnlyWhy says of a normal job accepted over its public quota, and
+// so run only in its project's pool, that the quota keeps it there: the
+// public pool's nodes are counted as closed to it by quota, and the
+// quota it is over (scope, key, in use and limit) is named as a job
+// waiting for quota is told. base is shared: it is copied, not changed.
+func (w *world) poolOnlyWhy(j *structs.Job, base *Why) *Why {
+	if !j.PoolOnly || j.Priority != structs.PriorityNormal {
+		return base
+	}
+	why := *base
+	why.Filtered = slices.Clone(base.Filtered)
+	why.Notes = slices.Clone(base.Notes)
+	for i, c := range why.Filtered {
+		if c.Reason == poolClosed {
+			why.Filtered[i].Reason = "in the public pool, which its project's public quota keeps it from"
+		}
+	}
+	jj := *j
+	jj.Charged = nil
+	s := j.ShapeAt(0) // the shape admission charged
+	why.Quota = w.quotaCheck(&jj, structs.JobCharge(&jj, s, s.Replicas))
+	if why.Quota == nil {
+		why.Notes = append(why.Notes, "its public quota has room now, but it was accepted over it and stays in its project's pool")
+	}
+	prefix := "does not fit now: over public quota, so only the project's pool may be used"
+	if base.NeverFits {
+		prefix = "can never fit: over public quota, so only the project's pool may be used"
+	}
+	why.render(prefix)
 	return &why
 }
 

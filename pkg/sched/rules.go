@@ -347,6 +347,9 @@ func (w *world) hasCache(j *structs.Job, c int16) bool {
 	return ok
 }
 
+// poolClosed is rule rPool's text.
+const poolClosed = "in pools this job may not use"
+
 // perNode marks the rules whose text names something of the node (a
 // taint, a reservation's job, a binding): explanations count their nodes
 // per text.
@@ -358,7 +361,7 @@ func (w *world) text(r reason, c *jobCtx, ni int32) string {
 	res := c.shape.Resources
 	switch r {
 	case rPool:
-		return "in pools this job may not use"
+		return poolClosed
 	case rCluster:
 		return "in other clusters"
 	case rNoCache:

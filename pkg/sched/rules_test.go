@@ -123,7 +123,8 @@ func TestPrioritiesAndPools(t *testing.T) {
 		h.Cycle()
 		assert.Equal(t, []string{"p1"}, h.NodesOf("a"))
 		assert.Empty(t, h.Tasks("b"), "pool-only jobs never spill to public")
-		assert.Contains(t, h.Why("b").Message, "1 in pools this job may not use")
+		assert.Contains(t, h.Why("b").Message, "quota exceeded for project:vision: gpu/A quota 0, in use 0, requested 1; "+
+			"0/2 nodes fit: 1 in the public pool, which its project's public quota keeps it from")
 	})
 	t.Run("non-members are refused", func(t *testing.T) {
 		h := poolCluster(t, false)

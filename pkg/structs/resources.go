@@ -3,6 +3,7 @@ package structs
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -51,12 +52,14 @@ func (r Resources) String() string {
 	return strings.Join(b, " ")
 }
 
-// FormatMilliCPU renders millicores as cores ("4", "0.5").
+// FormatMilliCPU renders millicores as cores ("4", "0.5", "41.5"), so
+// amounts shown side by side (in use, quota) read in one unit; a spec
+// takes them back as written.
 func FormatMilliCPU(m int64) string {
 	if m%1000 == 0 {
 		return fmt.Sprintf("%d", m/1000)
 	}
-	return fmt.Sprintf("%dm", m)
+	return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64)
 }
 
 // FormatBytes renders bytes with the largest exact binary suffix ("16Gi").

@@ -111,7 +111,7 @@ func TestNodeSpecRejects(t *testing.T) {
 		{"zero share", g8 + "accelerators: {type: A, count: 8}\ncpuPerAccelerator: 0", `cpuPerAccelerator "0" is not allowed: use more than 0`},
 		{"share without accelerators", g8 + "memoryPerAccelerator: 1Gi", `memoryPerAccelerator "1Gi" is not allowed: the node has no accelerators`},
 		{"too little cpu to share", "name: n1\ncpu: 4m\nmemory: 1Gi\naccelerators: {type: A, count: 8}",
-			"accelerators.count 8 is not allowed: the node's cpu (4m) and memory (1Gi) must give each accelerator a share"},
+			"accelerators.count 8 is not allowed: the node's cpu (0.004) and memory (1Gi) must give each accelerator a share"},
 		{"no cpu", "name: n1\nmemory: 1Gi", `cpu "" is not allowed`},
 		{"zero memory", "name: n1\ncpu: 1\nmemory: 0", `memory "0" is not allowed: use more than 0`},
 		{"negative memory", "name: n1\ncpu: 1\nmemory: -1Gi", `memory "-1Gi" is not allowed: use more than 0`},
