@@ -125,6 +125,7 @@ func (s *State) gather() *Cycle {
 		Jobs:         make(map[structs.JobID]*structs.Job, len(s.Jobs)),
 		Reservations: slices.Clone(s.Reservations),
 		Topology:     s.topology(),
+		Clusters:     s.declared(),
 	}
 	c := &Cycle{Snap: snap, Redis: make(map[structs.ClusterID]string, len(s.Clusters)), live: map[structs.JobID]int{},
 		fairUsage: s.FairUsage.Clone(), weights: maps.Clone(s.Weights), aging: s.FairShare.AgingOrDefault()}

@@ -103,6 +103,15 @@ func (s *State) Snapshot() *sched.Snapshot {
 	return ReadCycle(func(fn func(*State)) { fn(s) }).Snap
 }
 
+// declared is the set of declared clusters (sched.Snapshot.Clusters).
+func (s *State) declared() map[structs.ClusterID]bool {
+	out := make(map[structs.ClusterID]bool, len(s.Clusters))
+	for id := range s.Clusters {
+		out[id] = true
+	}
+	return out
+}
+
 // topology lists each cluster's topology levels (sched.Snapshot.Topology);
 // nil when no cluster has any.
 func (s *State) topology() map[structs.ClusterID][]string {
@@ -220,7 +229,7 @@ func (s *State) admit(j *structs.Job) (sched.Admission, error) {
 		for _, id := range slices.Sorted(maps.Keys(s.Pools)) {
 			snap.Pools = append(snap.Pools, s.Pools[id])
 		}
-		snap.Topology = s.topology()
+		snap.Topology, snap.Clusters = s.topology(), s.declared()
 		s.admitter = sched.NewAdmitter(snap)
 	}
 	// An executor that never fits is told before quota, as a job is.

@@ -68,7 +68,7 @@ type Admitter struct {
 
 // NewAdmitter indexes snap's nodes and pools.
 func NewAdmitter(snap *Snapshot) *Admitter {
-	return &Admitter{w: newWorld(&Snapshot{Nodes: snap.Nodes, Pools: snap.Pools, Topology: snap.Topology, Jobs: map[structs.JobID]*structs.Job{}}),
+	return &Admitter{w: newWorld(&Snapshot{Nodes: snap.Nodes, Pools: snap.Pools, Topology: snap.Topology, Clusters: snap.Clusters, Jobs: map[structs.JobID]*structs.Job{}}),
 		never: map[string]*Why{}}
 }
 
@@ -79,7 +79,14 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 	w.snap.Quotas = quotas
 	w.usage = usage
 	defer func() { w.snap.Quotas, w.usage = nil, nil }()
-	if err := w.checkKnown(j); err != nil {
+	// A cluster without nodes yet has no hardware to judge the job by:
+	// nodes join clusters, so it waits for them.
+	awaitNodes := w.awaitsNodes(j)
+	check := w.checkKnown
+	if awaitNodes {
+		check = w.checkLevel // its cluster's config names its levels
+	}
+	if err := check(j); err != nil {
 		return Admission{}, err
 	}
 	// A project is known through its pool, which lists its members (a
@@ -124,7 +131,7 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 	}
 	// Never-fit check over every shape, on empty nodes.
 	var first *Why
-	fits := false
+	fits := awaitNodes
 	for i := 0; i < j.NumShapes() && !fits; i++ {
 		jj := *j
 		s := j.ShapeAt(i)
@@ -165,21 +172,7 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 // checkKnown refuses accelerator and device types and pinned nodes and
 // clusters that no node has, naming what exists.
 func (w *world) checkKnown(j *structs.Job) error {
-	if w.known == nil {
-		k := &knownTypes{accel: map[string]bool{}, dev: map[string]bool{}, clusters: map[structs.ClusterID]bool{}}
-		for i := range w.nodes {
-			n := w.nodes[i].n
-			k.clusters[n.Cluster] = true
-			if n.Capacity.Accels > 0 {
-				k.accel[n.Capacity.AccelType] = true
-			}
-			for d := range n.Capacity.Devices {
-				k.dev[d] = true
-			}
-		}
-		w.known = k
-	}
-	accel, dev, clusters := w.known.accel, w.known.dev, w.known.clusters
+	accel, dev, clusters := w.knownTypes().accel, w.known.dev, w.known.clusters
 	for i := 0; i < j.NumShapes(); i++ {
 		r := j.ShapeAt(i).Resources
 		if r.Accels > 0 && r.AccelType != "" && !accel[r.AccelType] {
@@ -201,9 +194,37 @@ func (w *world) checkKnown(j *structs.Job) error {
 		for c := range clusters {
 			names[string(c)] = true
 		}
+		for c := range w.snap.Clusters {
+			names[string(c)] = true
+		}
 		return unknownf("cluster %q does not exist: known clusters are %s", j.Cluster, known(names))
 	}
 	return w.checkLevel(j)
+}
+
+// knownTypes returns w.known, computing it the first time.
+func (w *world) knownTypes() *knownTypes {
+	if w.known == nil {
+		k := &knownTypes{accel: map[string]bool{}, dev: map[string]bool{}, clusters: map[structs.ClusterID]bool{}}
+		for i := range w.nodes {
+			n := w.nodes[i].n
+			k.clusters[n.Cluster] = true
+			if n.Capacity.Accels > 0 {
+				k.accel[n.Capacity.AccelType] = true
+			}
+			for d := range n.Capacity.Devices {
+				k.dev[d] = true
+			}
+		}
+		w.known = k
+	}
+	return w.known
+}
+
+// awaitsNodes reports whether j names a declared cluster that no node
+// is in yet (Snapshot.Clusters).
+func (w *world) awaitsNodes(j *structs.Job) bool {
+	return j.Cluster != "" && w.snap.Clusters[j.Cluster] && !w.knownTypes().clusters[j.Cluster]
 }
 
 // UnknownError refuses a job naming an accelerator type, device type or

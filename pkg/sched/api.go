@@ -52,6 +52,13 @@ type Snapshot struct {
 	// has none, and jobs asking for a level it lacks may not run there
 	// when they require it.
 	Topology map[structs.ClusterID][]string
+	// Clusters lists the declared clusters (coordinator cluster list),
+	// whether or not nodes are in them yet. Optional: nil knows a cluster
+	// only by its nodes. A job naming a declared cluster no node is in
+	// yet is accepted (quota still applies) and waits for nodes to join
+	// it, saying so; one naming a cluster neither declared nor holding
+	// nodes is refused.
+	Clusters map[structs.ClusterID]bool
 	// FairShare orders the pending jobs of one priority by their scope's
 	// fair share (order.go); Positions computes it from the usage.
 	// Optional: nil orders them oldest first.

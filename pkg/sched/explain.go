@@ -50,7 +50,7 @@ func (w *world) explain(f failure, cache whyCache) *Why {
 			cache[string(key)] = base
 		}
 	}
-	base = w.poolOnlyWhy(j, base)
+	base = w.poolOnlyWhy(j, w.noNodesWhy(j, base))
 	if f.protected != nil {
 		why := *base
 		why.Waiting = f.protected.String()
@@ -98,6 +98,21 @@ func (w *world) poolOnlyWhy(j *structs.Job, base *Why) *Why {
 		prefix = "can never fit: over public quota, so only the project's pool may be used"
 	}
 	why.render(prefix)
+	return &why
+}
+
+// noNodesWhy says of a job naming a cluster that no node is in yet that
+// it waits for nodes to join it: it does not fit now, rather than never.
+// base is shared: it is copied, not changed.
+func (w *world) noNodesWhy(j *structs.Job, base *Why) *Why {
+	if j.Cluster == "" || w.knownTypes().clusters[j.Cluster] {
+		return base
+	}
+	why := *base
+	why.NeverFits = false
+	why.Filtered = slices.Clone(base.Filtered)
+	why.Notes = append(slices.Clone(base.Notes), fmt.Sprintf("cluster %s has no nodes yet: the job waits for nodes to join it (coordinator node list shows each node's cluster)", j.Cluster))
+	why.render("does not fit now")
 	return &why
 }
 

@@ -88,3 +88,32 @@ func TestWhyFragmentationPerNode(t *testing.T) {
 	h = fragmented(3, 2, 3, 3, 3, 3, 3)
 	assert.Contains(t, h.Why("four").Message, "; n2: 2 free A100, n1: 1, n3: 1, n4: 1, n5: 1, and 2 more nodes with 2 free; 4 needed on one node; ")
 }
+
+// A job naming a declared cluster no node is in yet is accepted, waits
+// saying so (not "can never fit"), and runs once a node joins it.
+func TestJobWaitsForItsClusterToGetNodes(t *testing.T) {
+	c1 := st.CPUNode("c1", 8, 32)
+	c1.Cluster = "main"
+	h := st.New(t, c1)
+	h.Snap.Clusters = map[structs.ClusterID]bool{"main": true, "edge": true}
+	h.Quota(u1, structs.ResourceList{structs.KeyCPU: 8000, structs.KeyMemory: 32 * st.Gi})
+	j := st.NewJob("e", "u1").CPU(1, 1).Obj()
+	j.Cluster = "edge"
+	require.NoError(t, h.Submit(j))
+	h.Cycle()
+	assert.Empty(t, h.Tasks("e"))
+	why := h.Why("e")
+	require.NotNil(t, why)
+	assert.False(t, why.NeverFits)
+	assert.Equal(t, "does not fit now; cluster edge has no nodes yet: the job waits for nodes to join it (coordinator node list shows each node's cluster)", why.Message)
+
+	n := st.CPUNode("e1", 4, 16)
+	n.Cluster = "edge"
+	h.Snap.Nodes = append(h.Snap.Nodes, n)
+	h.Cycle()
+	assert.Equal(t, []string{"e1"}, h.NodesOf("e"))
+
+	k := st.NewJob("k", "u1").CPU(1, 1).Obj()
+	k.Cluster = "nowhere"
+	assert.EqualError(t, h.Submit(k), `cluster "nowhere" does not exist: known clusters are edge, main`)
+}
