@@ -101,11 +101,11 @@ func (w *world) poolOnlyWhy(j *structs.Job, base *Why) *Why {
 	return &why
 }
 
-// noNodesWhy says of a job naming a cluster that no node is in yet that
+// noNodesWhy says of a job naming a declared cluster no node is in yet that
 // it waits for nodes to join it: it does not fit now, rather than never.
 // base is shared: it is copied, not changed.
 func (w *world) noNodesWhy(j *structs.Job, base *Why) *Why {
-	if j.Cluster == "" || w.knownTypes().clusters[j.Cluster] {
+	if !w.awaitsNodes(j) {
 		return base
 	}
 	why := *base
