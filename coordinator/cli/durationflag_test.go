@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/atom-sched/atom/coordinator/api/apitest"
+)
+
+// A duration flag given a bare number says durations need a unit, not
+// just "parse error", for the app's flags and a command's alike, and
+// exits as a usage error; other flags' errors are left as they are.
+func TestDurationFlagWithoutUnit(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	_, err := run(t, e, "u1", "--timeout", "5", "job", "list")
+	require.Error(t, err)
+	assert.Equal(t, 2, ExitCode(err))
+	assert.EqualError(t, err, `invalid value "5" for flag --timeout: a duration is a number with a unit, e.g. 5s, 10m or 1h30m (5s for 5 seconds) (see coordinator --help)`)
+
+	_, err = run(t, e, "u1", "job", "wait", "--timeout", "1.5", "x")
+	require.Error(t, err)
+	assert.Equal(t, 2, ExitCode(err))
+	assert.EqualError(t, err, `invalid value "1.5" for flag --timeout: a duration is a number with a unit, e.g. 5s, 10m or 1h30m (1.5s for 1.5 seconds) (see coordinator job wait --help)`)
+
+	_, err = run(t, e, "u1", "job", "list", "--interval", "soon")
+	require.Error(t, err)
+	assert.EqualError(t, err, `invalid value "soon" for flag --interval: a duration is a number with a unit, e.g. 5s, 10m or 1h30m (see coordinator job list --help)`)
+}
