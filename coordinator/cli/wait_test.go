@@ -73,7 +73,7 @@ func TestJobWait(t *testing.T) {
 	assert.Equal(t, `--for "done" is not allowed: use running or complete`, out)
 	out, code = wait("--for", "running", "--timeout", "soon", "web-00003")
 	assert.Equal(t, 2, code)
-	assert.Equal(t, `invalid value "soon" for flag -timeout: parse error (see coordinator job wait --help)`, out)
+	assert.Equal(t, `invalid value "soon" for flag --timeout: a duration is a number with a unit, e.g. 5s, 10m or 1h30m (see coordinator job wait --help)`, out)
 	out, code = wait("web-00003")
 	assert.Equal(t, 2, code)
 	assert.Equal(t, `Required flag "for" not set`, out)
