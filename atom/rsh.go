@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -57,12 +58,28 @@ func rshRun(host string, argv []string) (int, error) {
 	if token == "" {
 		return 0, errors.New("ATOM_TOKEN is not set: atom rsh runs under atom run, as a descendant of a task of the job")
 	}
+	if v := os.Getenv(envRshHeaderTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return 0, fmt.Errorf("%s=%q: use a duration such as 30s, or 0 for no bound", envRshHeaderTimeout, v)
+		}
+		rsh.SetHeaderTimeout(d)
+	}
 	endpoint, err := rshResolve(ctx, host, token)
 	if err != nil {
 		return 0, err
 	}
-	return rsh.Run(ctx, endpoint, token, argv, os.Stdout, os.Stderr)
+	code, err := rsh.Run(ctx, endpoint, token, argv, os.Stdout, os.Stderr)
+	if err != nil && host != endpoint {
+		err = fmt.Errorf("host %s: %w", host, err)
+	}
+	return code, err
 }
+
+// envRshHeaderTimeout bounds how long atom rsh waits for the launch
+// server's answer (it answers once the command has started); unset or 0:
+// no bound.
+const envRshHeaderTimeout = "ATOM_RSH_HEADER_TIMEOUT"
 
 // rshResolve finds host's launch endpoint.
 func rshResolve(ctx context.Context, host, token string) (string, error) {

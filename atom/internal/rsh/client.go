@@ -13,14 +13,20 @@ import (
 	"time"
 )
 
-// transport dials launch servers: a bounded dial and wait for the answer's
-// header (the server answers once the command has started), no bound on
-// the stream itself, TCP keep-alives to notice a dead peer.
+// transport dials launch servers: a bounded dial and TCP keep-alives to
+// notice a dead peer, but no bound on the answer or the stream. The
+// server sends its header as soon as the command has started and the
+// stream lasts as long as the command (an orted lasts the whole MPI
+// job), so a wait for either is no sign of a dead server.
 var transport = &http.Transport{
-	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}).DialContext,
-	ResponseHeaderTimeout: time.Minute,
-	DisableCompression:    true,
+	DialContext:        (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}).DialContext,
+	DisableCompression: true,
 }
+
+// SetHeaderTimeout bounds the wait for a launch server's answer, from the
+// request sent to the header received, to d; 0 (the default) does not.
+// Call it before any launch.
+func SetHeaderTimeout(d time.Duration) { transport.ResponseHeaderTimeout = d }
 
 // Run runs argv on the launch server at endpoint (host:port) with token,
 // copying its output to stdout and stderr as it comes, and returns its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -223,4 +224,43 @@ func TestUnreachable(t *testing.T) {
 	require.NoError(t, s.Close())
 	_, err := rsh.Run(context.Background(), addr, good, []string{"true"}, io.Discard, io.Discard)
 	assert.ErrorContains(t, err, "launch on "+addr)
+}
+
+// The answer's header comes as soon as the command has started, before
+// any output: Open MPI's orted writes nothing until the job ends, and its
+// launcher must not wait that long to know the launch worked.
+func TestHeaderBeforeOutput(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, rsh.Config{Grace: 50 * time.Millisecond})
+	req, err := http.NewRequest(http.MethodPost, "http://"+s.Addr()+rsh.LaunchPath, strings.NewReader(`{"argv": ["exec sleep 1000"]}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+good)
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		assert.NoError(t, err)
+		answered <- resp
+	}()
+	select {
+	case resp := <-answered:
+		require.NotNil(t, resp)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, rsh.ContentType, resp.Header.Get("Content-Type"))
+		assert.Equal(t, 1, s.Launched())
+		require.NoError(t, resp.Body.Close()) // the client goes: the command is stopped
+	case <-time.After(10 * time.Second):
+		t.Fatal("no header while the command runs without output")
+	}
+	<-s.Done()
+	assert.Equal(t, 143, s.ExitCode())
+}
+
+// With a bound on the wait for the header, a long command without output
+// still runs to its end. Not parallel: the bound is the process's.
+func TestHeaderTimeoutSilentCommand(t *testing.T) {
+	s := newServer(t, rsh.Config{})
+	rsh.SetHeaderTimeout(200 * time.Millisecond)
+	t.Cleanup(func() { rsh.SetHeaderTimeout(0) })
+	code, _, _ := run(t, s, "sleep 1; exit 4")
+	assert.Equal(t, 4, code)
 }

@@ -175,9 +175,14 @@ func (s *Server) launch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.ended(p)
+	// The header goes out now that the command runs, not with its first
+	// output: Open MPI's orted writes none until it ends, and a client
+	// waiting for the header would wait for the whole job.
 	w.Header().Set("Content-Type", ContentType)
 	w.WriteHeader(http.StatusOK)
-	p.stream(r.Context(), &frameWriter{w: w, rc: http.NewResponseController(w)}, s.cfg.Grace, s.cfg.Drain)
+	fw := &frameWriter{w: w, rc: http.NewResponseController(w)}
+	fw.err = fw.rc.Flush()
+	p.stream(r.Context(), fw, s.cfg.Grace, s.cfg.Drain)
 }
 
 var errStopping = errors.New("the task is stopping: no new commands are launched")
