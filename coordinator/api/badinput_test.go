@@ -190,7 +190,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		"heartbeat: bad UTF-8":       {"alloc", "POST", task0, "{\"state\": \"Failed\", \"message\": \"\xff\"}", 400, "not valid UTF-8", nil},
 		"heartbeat: long message":    {"alloc", "POST", task0, `{"state": "Failed", "message": "` + strings.Repeat("m", 5000) + `"}`, 400, "message", nil},
 		"heartbeat: exit overflow":   {"alloc", "POST", task0, `{"state": "Failed", "exitCode": 1e40}`, 400, "exitCode", nil},
-		"heartbeat: bad reason":      {"alloc", "POST", task0, `{"state": "Failed", "reason": "Cosmic"}`, 400, `reason "Cosmic" is not allowed: use PreflightFailed, StoppedOutside, CoordinatorLost or leave it out`, nil},
+		"heartbeat: bad reason":      {"alloc", "POST", task0, `{"state": "Failed", "reason": "Cosmic"}`, 400, `reason "Cosmic" is not allowed: use PreflightFailed, StoppedOutside, CoordinatorLost, LauncherGone or leave it out`, nil},
 		"heartbeat: reason, Running": {"alloc", "POST", task0, `{"state": "Running", "reason": "PreflightFailed"}`, 400, "only allowed with state Failed", nil},
 		"heartbeat: lone accels":     {"alloc", "POST", task0, `{"state": "Failed", "accelerators": [0]}`, 400, "only allowed with reason PreflightFailed", nil},
 		"heartbeat: accel 64":        {"alloc", "POST", task0, `{"state": "Failed", "reason": "PreflightFailed", "accelerators": [64]}`, 400, "accelerator 64 is not allowed", nil},

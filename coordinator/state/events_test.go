@@ -49,7 +49,7 @@ func TestEventsJobLifecycle(t *testing.T) {
 		"+2 Running: running: 2 replica(s) started",
 		"+60 Succeeded train-1-0-a0: replica 0 exited 0",
 		"+60 Succeeded: succeeded: launcher exited 0; stopping 1 task(s)",
-		"+60 Stopped train-1-1-a0: replica 1 stopped (Cancelled) with exit code 0",
+		"+60 Stopped train-1-1-a0: replica 1 stopped (JobEnded) with exit code 0",
 	}, l.events("train-1"))
 	j := l.s.Jobs["train-1"]
 	assert.Equal(t, []time.Time{t0.Add(2 * time.Second), t0.Add(time.Minute)}, []time.Time{j.StartedAt, j.EndedAt}, "the job's start and end")

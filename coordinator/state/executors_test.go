@@ -112,7 +112,7 @@ func TestSparkExecutors(t *testing.T) {
 	for _, x := range l.s.TasksOf("s-1") {
 		if x.Executor != "" && x.State == structs.TaskStopping {
 			stopping++
-			assert.Equal(t, structs.StopCancelled, x.StopReason)
+			assert.Equal(t, structs.StopJobEnded, x.StopReason)
 		}
 	}
 	assert.Equal(t, 4, stopping)

@@ -76,8 +76,15 @@ func CheckReason(e structs.TaskEvent) error {
 		return invalidf("task %s: reason %s is only allowed with state Succeeded or Failed, not %q", e.Task, e.Reason, trunc(string(e.State)))
 	case e.Reason == structs.ReasonStoppedOutside || e.Reason == structs.ReasonDisconnected:
 		return nil
+	case e.Reason == structs.ReasonLauncherGone && len(e.Accelerators) > 0:
+		return invalidf("task %s: accelerators are only allowed with reason %s", e.Task, structs.ReasonPreflightFailed)
+	case e.Reason == structs.ReasonLauncherGone && e.State != structs.TaskFailed:
+		return invalidf("task %s: reason %s is only allowed with state Failed, not %q", e.Task, e.Reason, trunc(string(e.State)))
+	case e.Reason == structs.ReasonLauncherGone:
+		return nil
 	case e.Reason != structs.ReasonPreflightFailed:
-		return invalidf("task %s: reason %q is not allowed: use %s, %s, %s or leave it out", e.Task, trunc(e.Reason), structs.ReasonPreflightFailed, structs.ReasonStoppedOutside, structs.ReasonDisconnected)
+		return invalidf("task %s: reason %q is not allowed: use %s, %s, %s, %s or leave it out", e.Task, trunc(e.Reason),
+			structs.ReasonPreflightFailed, structs.ReasonStoppedOutside, structs.ReasonDisconnected, structs.ReasonLauncherGone)
 	case e.State != structs.TaskFailed:
 		return invalidf("task %s: reason %s is only allowed with state Failed, not %q", e.Task, e.Reason, trunc(string(e.State)))
 	case len(e.Accelerators) > structs.MaxAccelsPerNode:

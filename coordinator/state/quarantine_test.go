@@ -219,7 +219,7 @@ func TestTaskEventReasonChecked(t *testing.T) {
 		ev  structs.TaskEvent
 		msg string
 	}{
-		"unknown reason":      {structs.TaskEvent{State: structs.TaskFailed, Reason: "Cosmic"}, `reason "Cosmic" is not allowed: use PreflightFailed, StoppedOutside, CoordinatorLost or leave it out`},
+		"unknown reason":      {structs.TaskEvent{State: structs.TaskFailed, Reason: "Cosmic"}, `reason "Cosmic" is not allowed: use PreflightFailed, StoppedOutside, CoordinatorLost, LauncherGone or leave it out`},
 		"reason with Running": {structs.TaskEvent{State: structs.TaskRunning, Reason: structs.ReasonPreflightFailed}, "only allowed with state Failed"},
 		"accels, no reason":   {structs.TaskEvent{State: structs.TaskFailed, Accelerators: []int{0}}, "only allowed with reason PreflightFailed"},
 		"index 64":            {structs.TaskEvent{State: structs.TaskFailed, Reason: structs.ReasonPreflightFailed, Accelerators: []int{64}}, "accelerator 64 is not allowed: use indices 0 to 63"},

@@ -336,7 +336,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e structs.TaskEvent
 	}
 	if e.State == structs.TaskSucceeded {
 		if j.Kind == structs.KindMPI && t.Index == 0 {
-			s.endJob(id, structs.JobSucceeded, "launcher exited 0", e.Time, structs.StopCancelled)
+			s.endJob(id, structs.JobSucceeded, "launcher exited 0", e.Time, structs.StopJobEnded)
 			return
 		}
 		done := 0
@@ -346,14 +346,19 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e structs.TaskEvent
 			}
 		}
 		if done >= j.ShapeAt(j.Shape).Replicas {
-			s.endJob(id, structs.JobSucceeded, "", e.Time, structs.StopCancelled)
+			s.endJob(id, structs.JobSucceeded, "", e.Time, structs.StopJobEnded)
 		}
+		return
+	}
+	if j.Kind == structs.KindMPI && t.Index > 0 && e.Reason == structs.ReasonLauncherGone {
+		// Stopped because its launcher's connection closed: the
+		// launcher's own end (mpirun's) says why and ends the job.
 		return
 	}
 	why := fmt.Sprintf("replica %d %s", t.Index, describeExit(e))
 	restarts := j.Restarts()
 	if j.RestartPolicy != structs.RestartOnFailure || restarts >= MaxRestarts {
-		s.endJob(id, structs.JobFailed, why, e.Time, structs.StopCancelled)
+		s.endJob(id, structs.JobFailed, why, e.Time, structs.StopJobEnded)
 		return
 	}
 	// Restart the whole job: siblings stop; once they have, it is

@@ -101,6 +101,12 @@ const (
 	// else as the task lost and the job requeued (a service's replica
 	// placed again) without using its restarts, as a shutdown does.
 	ReasonDisconnected = "CoordinatorLost"
+	// ReasonLauncherGone marks an MPI worker's failure that atom reports
+	// after it stopped what the launcher had started on it (Open MPI's
+	// orted) because the launcher's connection closed: mpirun, or its
+	// atom rsh, ended or failed. The launcher's own end says why, so the
+	// coordinator ends the job on that, not on this.
+	ReasonLauncherGone = "LauncherGone"
 	// ReasonShutdown marks a task's end that the coordinator running
 	// it reports as it shuts down (its local processes stop with it):
 	// the job is requeued, not failed, and runs again once a

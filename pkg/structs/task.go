@@ -31,6 +31,7 @@ const (
 	StopCancelled StopReason = "Cancelled" // the job was cancelled
 	StopScaled    StopReason = "ScaledDown"
 	StopGang      StopReason = "GangRestart" // a sibling failed: the whole gang restarts or fails
+	StopJobEnded  StopReason = "JobEnded"    // a replica's end ended the job (an MPI launcher's, a failure): the rest stop
 	StopRestarted StopReason = "Restarted"   // coordinator service restart: placed again, with its configs' newest versions
 )
 
