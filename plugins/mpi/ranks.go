@@ -114,6 +114,9 @@ func (l Layout) replicaOf(rank int, host, localHost string) (Replica, bool) {
 // node, e.g. "MPI rank 3 exited with code 7 on replica 1 (task
 // j-1-bb, node cpu-2)".
 func (l Layout) Explain(f Failure, localHost string) string {
+	if f.Launch {
+		return l.explainLaunch(f)
+	}
 	msg := fmt.Sprintf("MPI rank %d %s", f.Rank, f.How)
 	r, ok := l.replicaOf(f.Rank, f.Host, localHost)
 	switch {
@@ -127,4 +130,24 @@ func (l Layout) Explain(f Failure, localHost string) string {
 		return msg + " (its replica is unknown: the job's mpirunArgs choose how ranks are mapped)"
 	}
 	return msg + " (its replica is unknown)"
+}
+
+// explainLaunch says on which replica atom rsh could not start Open MPI's
+// daemon, and why: "atom rsh could not start Open MPI's daemon on replica
+// 1 (task j-1-bb, node cpu-2): launch on 10.0.0.7:7077: ...".
+func (l Layout) explainLaunch(f Failure) string {
+	const msg = "atom rsh could not start Open MPI's daemon"
+	for _, r := range l.Replicas {
+		if f.Host == "" || r.Host != f.Host {
+			continue
+		}
+		if r.Node != "" {
+			return fmt.Sprintf("%s on replica %d (task %s, node %s): %s", msg, r.Index, r.Task, r.Node, f.How)
+		}
+		return fmt.Sprintf("%s on replica %d (task %s): %s", msg, r.Index, r.Task, f.How)
+	}
+	if f.Host != "" {
+		return fmt.Sprintf("%s on host %s: %s", msg, f.Host, f.How)
+	}
+	return msg + ": " + f.How
 }

@@ -7,11 +7,16 @@ import (
 	"sync"
 )
 
-// Failure is the rank Open MPI's mpirun reported as the job's failure.
+// Failure is what mpirun reported as the job's failure: the rank that
+// failed first, or (Launch) atom rsh failing to start Open MPI's daemon
+// on a worker.
 type Failure struct {
 	Rank int
-	Host string // the node as mpirun named it; "" when it did not
-	How  string // "exited with code 7", "was killed by signal 9 (Killed)", ...
+	Host string // the node as mpirun named it (Launch: the hostfile's host); "" when it did not
+	How  string // "exited with code 7", "was killed by signal 9 (Killed)", ...; Launch: atom rsh's error
+	// Launch: atom rsh, mpirun's launch agent, failed (Rank is -1): the
+	// daemon, and so the ranks, of Host may not have started.
+	Launch bool
 }
 
 // maxLine bounds the bytes of a line the Watcher keeps: mpirun's reports
@@ -29,6 +34,9 @@ var (
 	reAbortErr = regexp.MustCompile(`^with errorcode (-?\d+)\.$`)
 	reExited   = regexp.MustCompile(`^\S+ has exited due to process rank (\d+) with PID \d+ on$`)
 	reExitedOn = regexp.MustCompile(`^node (\S+) (exiting improperly|calling "abort")\.`)
+	// atom rsh's own error, which mpirun passes on from its launch agent.
+	reRshHost = regexp.MustCompile(`^atom rsh: host (\S+): (.+)$`)
+	reRsh     = regexp.MustCompile(`^atom rsh: (.+)$`)
 )
 
 // Watcher reads mpirun's stderr (Write) and keeps the first failed rank
@@ -88,6 +96,14 @@ func (w *Watcher) scan(l string) {
 			w.second(re, first, m)
 			return
 		}
+	}
+	if m := reRshHost.FindStringSubmatch(l); m != nil {
+		w.found = &Failure{Rank: -1, Host: m[1], How: m[2], Launch: true}
+		return
+	}
+	if m := reRsh.FindStringSubmatch(l); m != nil {
+		w.found = &Failure{Rank: -1, How: m[1], Launch: true}
+		return
 	}
 	if m := reSignal.FindStringSubmatch(l); m != nil {
 		how := "was killed by signal " + m[3]

@@ -92,6 +92,9 @@ func TestWatcherReports(t *testing.T) {
 		"MPI_ABORT was invoked on rank 2 in communicator MPI_COMM_WORLD\nwith errorcode 5.\n\nNOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n":                                                             {Rank: 2, How: "called MPI_Abort with error code 5"},
 		"mpirun has exited due to process rank 1 with PID 0 on\nnode vm exiting improperly. There are three reasons this could occur:\n":                                                                                         {Rank: 1, Host: "vm", How: "exited without calling MPI_Finalize"},
 		"mpirun has exited due to process rank 5 with PID 0 on\nnode j-2-cc calling \"abort\". This may have caused other processes\n":                                                                                           {Rank: 5, Host: "j-2-cc", How: `called "abort"`},
+		"atom rsh: host replica-1: launch on 127.0.0.1:40123: the connection closed before the command's exit status came\n": {Rank: -1, Host: "replica-1", Launch: true,
+			How: "launch on 127.0.0.1:40123: the connection closed before the command's exit status came"},
+		"atom rsh: ATOM_TOKEN is not set: atom rsh runs under atom run\n": {Rank: -1, Launch: true, How: "ATOM_TOKEN is not set: atom rsh runs under atom run"},
 		// the first report wins over a later one
 		"  Process name: [[1,1],2]\n  Exit code:    1\nmpirun noticed that process rank 0 with PID 0 on node vm exited on signal 15 (Terminated).\n": {Rank: 2, How: "exited with code 1"},
 	}
@@ -147,6 +150,14 @@ func TestExplainNamesTheReplica(t *testing.T) {
 	assert.Equal(t, "MPI rank 3 exited with code 7 (its replica is unknown: the job's mpirunArgs choose how ranks are mapped)", l.Explain(exit3, "vm"))
 	assert.Equal(t, "MPI rank 4 was killed by signal 9 (Killed) on replica 2 (task j-2-cc, node cpu-1)", l.Explain(kill4, "vm"))
 	assert.Equal(t, "MPI rank 4 was killed by signal 9 (Killed) on host other (its replica is unknown)", l.Explain(Failure{Rank: 4, Host: "other", How: kill4.How}, "vm"))
+
+	// atom rsh failed: the replica it launched on, and why.
+	rsh := Failure{Rank: -1, Host: "j-1-bb", How: "launch on 127.0.0.1:40123: connection refused", Launch: true}
+	assert.Equal(t, "atom rsh could not start Open MPI's daemon on replica 1 (task j-1-bb, node cpu-2): launch on 127.0.0.1:40123: connection refused", l.Explain(rsh, "vm"))
+	rsh.Host = "other"
+	assert.Equal(t, "atom rsh could not start Open MPI's daemon on host other: launch on 127.0.0.1:40123: connection refused", l.Explain(rsh, "vm"))
+	rsh.Host = ""
+	assert.Equal(t, "atom rsh could not start Open MPI's daemon: launch on 127.0.0.1:40123: connection refused", l.Explain(rsh, "vm"))
 
 	// No layout (it could not be read): the rank is still named.
 	assert.Equal(t, "MPI rank 3 exited with code 7 (its replica is unknown)", Layout{}.Explain(exit3, "vm"))
