@@ -85,5 +85,12 @@ func (l *launches) Signal(s os.Signal) error {
 }
 
 func (l *launches) Describe() string {
+	if l.launcherGone() {
+		return fmt.Sprintf("the launcher's connection closed (mpirun or its atom rsh ended) while what it launched here ran; atom stopped that: exit status %d", l.srv.ExitCode())
+	}
 	return fmt.Sprintf("%d launched command(s), exit status %d", l.srv.Launched(), l.srv.ExitCode())
 }
+
+// launcherGone reports whether the task failed because the launcher went
+// away: what it had started here was stopped for that.
+func (l *launches) launcherGone() bool { return l.srv.ExitCode() != 0 && l.srv.ClientGone() }

@@ -140,6 +140,18 @@ func run(c *cli.Context) error {
 			log.Warn("final report failed", "err", err)
 		}
 	}
+	// finalLauncherGone is final for an MPI worker whose launcher went
+	// away (reason LauncherGone): the launcher's end says why.
+	finalLauncherGone := func(code int, msg string) {
+		if rep == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+		defer cancel()
+		if err := rep.FinalLauncherGone(ctx, code, msg); err != nil {
+			log.Warn("final report failed", "err", err)
+		}
+	}
 	fail := func(code int, msg string) error {
 		final(structs.TaskFailed, code, msg)
 		return cli.Exit("atom: "+msg, code)
@@ -381,6 +393,8 @@ func run(c *cli.Context) error {
 		finalOutside(state, code, msg)
 	case code == 0:
 		final(structs.TaskSucceeded, 0, "")
+	case launcherGone(child) && stopped == "" && !termSent:
+		finalLauncherGone(code, child.Describe())
 	default:
 		msg := "" // the exit code says it all
 		if d := child.Describe(); !strings.HasPrefix(d, "exit code") {
@@ -401,6 +415,13 @@ func run(c *cli.Context) error {
 		return cli.Exit("", code)
 	}
 	return nil
+}
+
+// launcherGone reports whether p is an MPI worker's launches that
+// failed because the launcher went away.
+func launcherGone(p process) bool {
+	l, ok := p.(*launches)
+	return ok && l.launcherGone()
 }
 
 // killAfter kills p once grace has passed, unless it ended by then.

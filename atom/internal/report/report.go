@@ -230,6 +230,15 @@ func (r *Reporter) FinalDisconnected(ctx context.Context, state structs.TaskStat
 		Reason: structs.ReasonDisconnected, Time: time.Now()})
 }
 
+// FinalLauncherGone reports, like Final, an MPI worker's failure after
+// atom stopped what the launcher had started on it because the
+// launcher's connection closed (reason LauncherGone): the coordinator
+// leaves the job's end to the launcher's own report.
+func (r *Reporter) FinalLauncherGone(ctx context.Context, exitCode int, msg string) error {
+	return r.final(ctx, wire.Heartbeat{State: structs.TaskFailed, ExitCode: exitCode, Message: msg,
+		Reason: structs.ReasonLauncherGone, Time: time.Now()})
+}
+
 // FinalPreflight reports, like Final, that the accelerator preflight
 // failed: state Failed with reason PreflightFailed and the allocated
 // accelerator indices found bad (none: unknown). The coordinator

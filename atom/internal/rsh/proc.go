@@ -19,6 +19,9 @@ type proc struct {
 	stdout, stderr *os.File // read ends
 	exited         chan struct{}
 	exit           Exit // set before exited is closed
+	// clientGone: the client went away while the command ran, and the
+	// command was stopped for it (set before stream returns).
+	clientGone bool
 
 	killOnce sync.Once
 }
@@ -84,6 +87,7 @@ func (p *proc) stream(ctx context.Context, fw *frameWriter, grace, drain time.Du
 	select {
 	case <-p.exited:
 	case <-ctx.Done():
+		p.clientGone = true
 		p.kill(grace)
 	}
 	// Output written before the exit is in the pipes; a background process

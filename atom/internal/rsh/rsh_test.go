@@ -64,6 +64,7 @@ func TestOutputAndExitCodes(t *testing.T) {
 	}
 	<-s.Done()
 	assert.Equal(t, 3, s.ExitCode(), "the first non-zero status")
+	assert.False(t, s.ClientGone())
 	assert.Equal(t, 6, s.Launched())
 }
 
@@ -190,6 +191,7 @@ func TestDisconnectKillsProcessGroup(t *testing.T) {
 	require.Eventually(t, func() bool { return !alive(pids[0]) && !alive(pids[1]) }, 10*time.Second, 10*time.Millisecond)
 	<-s.Done()
 	assert.Equal(t, 143, s.ExitCode(), "SIGTERM, well within the grace")
+	assert.True(t, s.ClientGone())
 }
 
 // A command that ignores SIGTERM gets SIGKILL after the grace period.
@@ -213,6 +215,7 @@ func TestStop(t *testing.T) {
 	assert.False(t, alive(pids[0]))
 	assert.NoError(t, <-res, "the client still gets the exit status")
 	assert.Equal(t, 143, s.ExitCode())
+	assert.False(t, s.ClientGone(), "stopped by the server, not for a client gone")
 	_, err := rsh.Run(context.Background(), s.Addr(), good, []string{"true"}, io.Discard, io.Discard)
 	assert.ErrorContains(t, err, "503 the task is stopping")
 }

@@ -54,6 +54,7 @@ type Server struct {
 	running  map[*proc]struct{}
 	launched int
 	code     int  // first non-zero exit status, else 0
+	codeGone bool // that command was stopped because its client went away
 	stopping bool // Stop was called: refuse new launches
 	done     chan struct{}
 	idle     chan struct{} // closed and replaced whenever running empties
@@ -107,6 +108,15 @@ func (s *Server) ExitCode() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.code
+}
+
+// ClientGone reports whether the command whose status ExitCode is was
+// stopped because its client went away before it ended (for mpirun's
+// orted: mpirun, or its atom rsh, ended or lost the connection).
+func (s *Server) ClientGone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.codeGone
 }
 
 // Launched counts the commands started so far.
@@ -224,7 +234,7 @@ func (s *Server) ended(p *proc) {
 	defer s.mu.Unlock()
 	delete(s.running, p)
 	if c := p.exit.ExitCode; c != 0 && s.code == 0 {
-		s.code = c
+		s.code, s.codeGone = c, p.clientGone
 	}
 	if len(s.running) == 0 {
 		close(s.idle)
