@@ -36,8 +36,9 @@ import (
 const adminToken = "admin-token-0123456789"
 
 // devCoordinator starts a one-server coordinator with the dev cluster,
-// whose local backend runs jobs as processes, and returns its client.
-func devCoordinator(t *testing.T) (*daemon.Daemon, *client.Client) {
+// whose local backend runs jobs as processes, and returns its client;
+// opts change its configuration first.
+func devCoordinator(t *testing.T, opts ...func(*daemon.Config)) (*daemon.Daemon, *client.Client) {
 	t.Helper()
 	tokens, err := api.ParseTokens([]byte("users:\n  - {name: dev, token: " + adminToken + ", admin: true}\n"))
 	require.NoError(t, err)
@@ -47,6 +48,9 @@ func devCoordinator(t *testing.T) (*daemon.Daemon, *client.Client) {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	cfg.Server = server.Config{ID: "dev", RaftAddr: "127.0.0.1:0", DataDir: t.TempDir(), Bootstrap: true,
 		HeartbeatTTL: 3 * time.Second, Cycle: 50 * time.Millisecond, StopGrace: 2 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	d, err := daemon.Start(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
