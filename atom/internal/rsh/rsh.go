@@ -20,8 +20,9 @@
 // A request refused before the command starts gets a JSON body
 // {"error": "..."}: 401 bad or missing token, 400 bad body, 503 the server
 // is stopping, 500 the command could not be started. Otherwise the answer
-// is 200 with Content-Type application/vnd.atom.rsh.v1 and a body of
-// frames, each sent as soon as it is produced:
+// is 200 with Content-Type application/vnd.atom.rsh.v1, its header sent
+// as soon as the command has started (a command may write nothing for
+// hours), and a body of frames, each sent as soon as it is produced:
 //
 //	kind   1 byte: 1 stdout, 2 stderr, 3 exit
 //	length 4 bytes, big-endian: payload bytes (at most 1 MiB)
