@@ -248,6 +248,15 @@ func (b *LocalBackend) pump() {
 			}
 		case local.EventKindStartFailed:
 			ev.State, ev.ExitCode, ev.Message = structs.TaskFailed, 127, e.Err
+		case local.EventKindAdoptedEnded:
+			// An earlier run of the server started it, and its atom
+			// reported its end (or left the report, which sendLeft
+			// sends on): only its configs are left to go. The earlier
+			// run, killed, left them mounted.
+			if err := removeConfigs(b.configsDir(id)); err != nil {
+				b.log.Warn("task configs not removed", "task", id, "err", err)
+			}
+			continue
 		default:
 			continue
 		}

@@ -22,9 +22,10 @@ const adoptPoll = 100 * time.Millisecond
 // Adopt takes on the tasks under Dir/tasks whose leader, started by an
 // earlier backend on the same Dir, still runs: they are Running, Started,
 // and Stop and Close stop them as they do the tasks this backend started.
-// Their ends queue no event (no exit status can be read for a process
-// that is not this one's child): under atom, the task reports its end
-// itself. Adopt returns the IDs of the tasks it took on, sorted.
+// Each one's end queues EventKindAdoptedEnded, with no exit status (none
+// can be read for a process that is not this one's child): under atom,
+// the task reports its end itself; the event is for what the task left
+// to clean up. Adopt returns the IDs of the tasks it took on, sorted.
 func (b *Backend) Adopt() []string {
 	ids, err := b.TaskDirs()
 	if err != nil {
@@ -52,16 +53,17 @@ func (b *Backend) Adopt() []string {
 		t := &task{pid: pid, running: true, done: make(chan struct{})}
 		b.tasks[id] = t
 		b.wg.Add(1)
-		go b.watch(t, dir)
+		go b.watch(id, t, dir)
 		adopted = append(adopted, id)
 	}
 	slices.Sort(adopted)
 	return adopted
 }
 
-// watch marks an adopted task ended once its leader is gone, and kills
-// what it left in its group, as reap does for a child.
-func (b *Backend) watch(t *task, dir string) {
+// watch marks an adopted task ended once its leader is gone, kills what
+// it left in its group, as reap does for a child, and queues
+// AdoptedEnded.
+func (b *Backend) watch(id string, t *task, dir string) {
 	defer b.wg.Done()
 	tick := time.NewTicker(adoptPoll)
 	defer tick.Stop()
@@ -71,7 +73,9 @@ func (b *Backend) watch(t *task, dir string) {
 			t.running = false
 			close(t.done)
 			_ = syscall.Kill(-t.pid, syscall.SIGKILL) // ESRCH: nothing was left
+			_ = os.Remove(filepath.Join(dir, leaderFile))
 			b.mu.Unlock()
+			b.queue.push(Event{TaskID: id, Kind: EventKindAdoptedEnded, PID: t.pid, Time: b.clock()})
 			return
 		}
 		b.mu.Unlock()

@@ -19,8 +19,9 @@ import (
 
 // A task whose coordinator was killed (kill -9) runs on; the next backend
 // on the same directory adopts it: it is Running and Started, and Stop
-// ends it as it would a task of its own. A task directory whose leader is
-// gone is not adopted.
+// ends it as it would a task of its own; its end is one AdoptedEnded
+// event (what the task left, its configs' mount, is cleaned up on it). A
+// task directory whose leader is gone is not adopted.
 func TestAdoptLeftTasks(t *testing.T) {
 	dir := t.TempDir()
 	self, err := os.Executable()
@@ -55,6 +56,12 @@ func TestAdoptLeftTasks(t *testing.T) {
 	require.NoError(t, b.Stop("left-0-ab12", time.Second))
 	require.Eventually(t, func() bool { return len(b.Running()) == 0 }, waitFor, tick, "its end is seen")
 	assert.False(t, alive(pid), "the process is gone")
+	ev := waitEvent(t, b, "left-0-ab12", local.EventKindAdoptedEnded)
+	assert.Equal(t, pid, ev.PID)
+	assert.NoFileExists(t, filepath.Join(dir, "tasks", "left-0-ab12", "leader.pid"))
+	for _, ev := range closeAndDrain(t, b) {
+		assert.NotEqual(t, "left-0-ab12", ev.TaskID, "one event: %v", ev)
+	}
 }
 
 // alive reports whether process pid runs: it exists and is no zombie

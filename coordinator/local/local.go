@@ -14,14 +14,15 @@
 //	(StartFailed)
 //
 // A task that started emits Started and later exactly one Exited; a task that
-// could not start emits StartFailed only. The task's first process is the
-// leader of its own process group. Stop (and Close) signal as Kubernetes
-// stops a container: SIGTERM to the leader only (the atom agent, which
-// passes it on to its job, or a bare command), so that each process gets it
-// once, from its parent; then, if the leader still lives after the grace,
-// SIGKILL to the whole group. When the leader exits, for whatever reason,
-// whatever it left behind in its process group is killed, as when PID 1 of a
-// container exits.
+// could not start emits StartFailed only; a task adopted from an earlier
+// backend (see Adopt) emits AdoptedEnded only, when it ends. The task's
+// first process is the leader of its own process group. Stop (and Close)
+// signal as Kubernetes stops a container: SIGTERM to the leader only (the
+// atom agent, which passes it on to its job, or a bare command), so that
+// each process gets it once, from its parent; then, if the leader still
+// lives after the grace, SIGKILL to the whole group. When the leader exits,
+// for whatever reason, whatever it left behind in its process group is
+// killed, as when PID 1 of a container exits.
 //
 // The package needs Unix process groups; it is built and tested on Linux.
 package local
@@ -92,6 +93,11 @@ const (
 	// EventKindStartFailed: the task could not start; Event.Err says why.
 	// No Exited follows.
 	EventKindStartFailed
+	// EventKindAdoptedEnded: an adopted task (see Backend.Adopt) ended;
+	// Event.PID is set. It has no exit status (the process was no child
+	// of this one): under atom, the task reported its end itself. It
+	// comes once, and only for an adopted task, which has no other.
+	EventKindAdoptedEnded
 )
 
 // String returns the kind's name.
@@ -103,6 +109,8 @@ func (k EventKind) String() string {
 		return "exited"
 	case EventKindStartFailed:
 		return "start-failed"
+	case EventKindAdoptedEnded:
+		return "adopted-ended"
 	default:
 		return fmt.Sprintf("EventKind(%d)", int(k))
 	}
