@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,7 +19,8 @@ import (
 // that no process works in (a task the dev started may outlive it): a
 // dir whose dev may still run (the pid is alive, perhaps reused by another
 // process) or that has no such file (made by an older dev) is left, the
-// latter named.
+// latter named. What its tasks left mounted in it (their configs' read-only
+// mounts) is unmounted first.
 const devPidFile = "dev.pid"
 
 // markDevDir records this process as the owner of temporary dir dir.
@@ -52,7 +54,10 @@ func removeStaleDevDirs(w io.Writer) {
 			fmt.Fprintf(w, "coordinator dev: %s, left by a dev (pid %d) that is gone, is still in use by pid %d: left\n", dir, pid, p)
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if !unmountLeft(w, dir, pid) {
+			continue
+		}
+		if err := removeTree(dir); err != nil {
 			fmt.Fprintf(w, "coordinator dev: could not remove %s, left by a dev (pid %d) that is gone: %v\n", dir, pid, err)
 			continue
 		}
@@ -61,6 +66,42 @@ func removeStaleDevDirs(w io.Writer) {
 	if len(unknown) > 0 {
 		fmt.Fprintf(w, "coordinator dev: %s left by an earlier dev that recorded no pid: remove it once no dev uses it\n", strings.Join(unknown, ", "))
 	}
+}
+
+// unmountLeft unmounts what is mounted in dir, the stale dir of a dev
+// (pid) that is gone: the read-only mounts of its tasks' configs, when it
+// was killed before it could unmount them. It says what it unmounted, and
+// what it could not, on w, and reports whether nothing is mounted there
+// now: a dir is never removed through a mount, which would remove the
+// mounted files.
+func unmountLeft(w io.Writer, dir string, pid int) bool {
+	var done []string
+	for _, p := range mountsUnder(dir) {
+		if err := unmount(p); err != nil {
+			fmt.Fprintf(w, "coordinator dev: could not unmount %s, left mounted by a dev (pid %d) that is gone: %v: %s is left\n", p, pid, err, dir)
+			return false
+		}
+		done = append(done, p)
+	}
+	if len(done) > 0 {
+		fmt.Fprintf(w, "coordinator dev: unmounted %s, left mounted by a dev (pid %d) that is gone\n", strings.Join(done, ", "), pid)
+	}
+	return true
+}
+
+// removeTree removes dir and what it holds, read-only directories (a
+// task's configs) included.
+func removeTree(dir string) error {
+	if os.RemoveAll(dir) == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
 }
 
 // alive reports whether a process pid exists (one of another user's

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,8 +17,9 @@ import (
 
 // TestDevRemovesStaleDirs: a dev killed with SIGKILL left its temporary
 // data dir behind. The next dev start removes the dirs whose dev is gone
-// and no process works in, and leaves (naming it) one without a pid; a
-// dir whose dev runs stays.
+// and no process works in, unmounting (and naming) what their tasks left
+// mounted and read-only there first, and leaves (naming it) one without a
+// pid; a dir whose dev runs stays.
 func TestDevRemovesStaleDirs(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -40,6 +42,20 @@ func TestDevRemovesStaleDirs(t *testing.T) {
 		return d
 	}
 	gone := dir("atom-dev-1", dead)
+	// Its task's configs, mounted read-only on themselves: left mounted
+	// by the dev's kill, they kept the dir from being removed. (Only root
+	// may mount; the modes stay read-only either way.)
+	configs := filepath.Join(gone, "work", "tasks", "t-0-ab12", "configs")
+	require.NoError(t, os.MkdirAll(filepath.Join(configs, "srv"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(configs, "srv", "index.html"), []byte("hi\n"), 0o444))
+	require.NoError(t, os.Chmod(filepath.Join(configs, "srv"), 0o555))
+	mounted := os.Geteuid() == 0
+	if mounted {
+		require.NoError(t, syscall.Mount(configs, configs, "", syscall.MS_BIND, ""))
+		t.Cleanup(func() { _ = syscall.Unmount(configs, syscall.MNT_DETACH) })
+		require.NoError(t, syscall.Mount("", configs, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""))
+		require.Equal(t, []string{configs}, mountsUnder(gone))
+	}
 	running := dir("atom-dev-2", live(tmp))
 	old := dir("atom-dev-3", 0)
 	busy := dir("atom-dev-4", dead)
@@ -60,6 +76,10 @@ func TestDevRemovesStaleDirs(t *testing.T) {
 	assert.DirExists(t, old)
 	assert.DirExists(t, busy)
 	assert.Contains(t, errOut.String(), "coordinator dev: removed "+gone+", left by a dev (pid "+strconv.Itoa(dead)+") that is gone\n")
+	if mounted {
+		assert.Contains(t, errOut.String(), "coordinator dev: unmounted "+configs+", left mounted by a dev (pid "+strconv.Itoa(dead)+") that is gone\n")
+	}
+	assert.Empty(t, mountsUnder(tmp))
 	assert.Contains(t, errOut.String(), busy+", left by a dev (pid "+strconv.Itoa(dead)+") that is gone, is still in use by pid "+strconv.Itoa(worker)+": left\n")
 	assert.Contains(t, errOut.String(), old+" left by an earlier dev that recorded no pid: remove it once no dev uses it\n")
 	assert.NotContains(t, errOut.String(), running)
@@ -75,4 +95,12 @@ func TestDevDirRecordsPid(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, devPidFile))
 	require.NoError(t, err)
 	assert.Equal(t, strconv.Itoa(os.Getpid())+"\n", string(b))
+}
+
+// A mount point's name in mountinfo escapes a space, a tab, a newline
+// and a backslash in octal.
+func TestUnescapeMount(t *testing.T) {
+	assert.Equal(t, "/tmp/a b\\c\td", unescapeMount(`/tmp/a\040b\134c\011d`))
+	assert.Equal(t, "/plain", unescapeMount("/plain"))
+	assert.Equal(t, `/cut\04`, unescapeMount(`/cut\04`))
 }
