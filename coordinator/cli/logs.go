@@ -23,8 +23,11 @@ func jobLogs(c *cli.Context) error {
 	cl := newClient(c)
 	id := structs.JobID(a[0])
 	o := client.LogOptions{Task: c.String("task"), All: c.Bool("all"), Follow: c.Bool("follow"), Notes: c.App.ErrWriter}
-	if o.Follow && o.Task == "" {
-		t, err := taskToFollow(c, cl, id)
+	switch {
+	case o.Follow && o.Task != "":
+		return followTask(c, cl, id, o, c.App.Writer)
+	case o.Follow:
+		t, err := taskToFollow(c, cl, id, "")
 		if err != nil {
 			return err
 		}
@@ -32,11 +35,39 @@ func jobLogs(c *cli.Context) error {
 			return followReplicas(c, cl, id)
 		}
 		o.Task = string(t)
-	}
-	if o.Follow {
-		return followTask(c, cl, id, o, c.App.Writer)
+		return followAttempts(c, cl, id, o)
 	}
 	return cl.LogsWith(c.Context, id, o, c.App.Writer)
+}
+
+// followAttempts streams the output of task o.Task of one-task job id,
+// and then of each next attempt's task, until the job ends: a task
+// stopped while its job goes on (a coordinator's shutdown requeued it, a
+// restart policy runs it again) does not end the follow, as if the job
+// had ended; a line on stderr names the next task, whose output starts
+// at its first byte.
+func followAttempts(c *cli.Context, cl *client.Client, id structs.JobID, o client.LogOptions) error {
+	for {
+		out := &countingWriter{w: c.App.Writer, n: o.Offset}
+		if err := followTask(c, cl, id, o, out); err != nil || c.Context.Err() != nil || out.err != nil {
+			return err
+		}
+		next, err := taskToFollow(c, cl, id, structs.TaskID(o.Task))
+		if c.Context.Err() != nil {
+			return nil // Ctrl-C while waiting for the next attempt
+		}
+		if err != nil || next == "" {
+			return err
+		}
+		if string(next) == o.Task {
+			o.Offset = out.n // its stream ended while it ran: on from there
+			if err := pause(c, id); err != nil {
+				return nil
+			}
+			continue
+		}
+		o.Task, o.Offset = string(next), 0 // offsets are a task's own
+	}
 }
 
 // followTask streams task o.Task's output to w until the task ends,
@@ -49,7 +80,8 @@ func followTask(c *cli.Context, cl *client.Client, id structs.JobID, o client.Lo
 	once := *cl
 	once.Retries = 0 // this loop retries, and counts the outage
 	limit, _ := c.App.Metadata[timeoutKey].(time.Duration)
-	out := &countingWriter{w: w}
+	// The output before o.Offset was printed before: the count starts there.
+	out := &countingWriter{w: w, n: o.Offset}
 	var away time.Time // when the coordinator went away; zero while it answers
 	noted := false
 	for {
@@ -104,8 +136,11 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // for a service or a job of several replicas, whose live replicas are
 // all followed (followReplicas). A job not placed yet is waited for,
 // saying so once on stderr: `job submit` followed at once by `job logs
-// -f` is the common case.
-func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.TaskID, error) {
+// -f` is the common case. With after, the task followed so far, it picks
+// the task after it: its next attempt's, waited for while the job goes on,
+// and named on stderr (after itself while it still runs); "" once the job
+// has ended with none after it.
+func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID, after structs.TaskID) (structs.TaskID, error) {
 	said := false
 	poll := followPoller(c, cl, id)
 	for {
@@ -131,19 +166,45 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID) (structs.
 			}
 		}
 		switch {
-		case newest != nil:
+		case after != "" && j.State.Ended() && (newest == nil || newest.ID == after):
+			return "", nil
+		case newest != nil && (newest.ID != after || newest.State.HoldsResources()):
+			switch {
+			case after == "" || newest.ID == after:
+			case said:
+				fmt.Fprintf(c.App.ErrWriter, "--- following its next attempt (task %s)\n", newest.ID)
+			default:
+				fmt.Fprintf(c.App.ErrWriter, "--- the job was %s; following its next attempt (task %s)\n", howRun(st, after), newest.ID)
+			}
 			return newest.ID, nil
 		case j.State.Ended():
 			return "", nothingToFollow(j, false)
 		}
-		if !said {
+		switch {
+		case said:
+		case after != "":
+			fmt.Fprintf(c.App.ErrWriter, "--- the job was %s; waiting for its next attempt to be placed (%s); Ctrl-C stops waiting\n", howRun(st, after), j.State)
+		default:
 			fmt.Fprintf(c.App.ErrWriter, "waiting for job %s to be placed (%s); Ctrl-C stops waiting\n", id, j.State)
-			said = true
 		}
+		said = true
 		if err := pause(c, id); err != nil {
 			return "", err
 		}
 	}
+}
+
+// howRun says how a job came to run again after its task after ended:
+// "restarted" when the task's own end did it (a restart policy),
+// "requeued" when its coordinator or the scheduler stopped it (a
+// shutdown, an outage, a preemption).
+func howRun(st *wire.JobStatus, after structs.TaskID) string {
+	for _, t := range st.Tasks {
+		if t.ID == after && (t.State == structs.TaskFailed || t.State == structs.TaskSucceeded) && t.StopReason == "" {
+			return "restarted"
+		}
+	}
+	return "requeued"
 }
 
 // followPoller reads job id for job logs -f, riding out a coordinator

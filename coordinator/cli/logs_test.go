@@ -157,6 +157,46 @@ func TestLogsFollowWaitsForThePlacement(t *testing.T) {
 	assert.Equal(t, "replica 0\n", stdout.String())
 }
 
+// TestLogsFollowGoesOnToTheNextAttempt: `job logs -f ID` of a job run
+// again after its task ended (here its restart policy, after a failure)
+// exited 0 at the first task's end, as if the job had ended. Now it says
+// so on stderr and follows the next attempt's task from its start, until
+// the job ends; a job that has ended is followed to its end as before.
+func TestLogsFollowGoesOnToTheNextAttempt(t *testing.T) {
+	cli := devCLI(t)
+	dir := t.TempDir()
+	spec := file(t, "kind: command\nname: again\nrestartPolicy: OnFailure\ncommand: [sh, -c, 'echo run $ATOM_TASK_ID; [ -e "+dir+"/again ] && exit 0; "+
+		"until [ -e "+dir+"/go ]; do sleep 0.01; done; : > "+dir+"/again; exit 3']\nresources: {cpu: 1}\n")
+	var out bytes.Buffer
+	require.Eventually(t, func() bool { // the cluster config lands just after start
+		out.Reset()
+		return cli(&out, io.Discard, "job", "submit", "-f", spec) == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	id := strings.Fields(out.String())[1]
+	var stdout, stderr testlog.Buffer
+	done := make(chan error, 1)
+	go func() { done <- cli(&stdout, &stderr, "job", "logs", "-f", "--interval", "10ms", id) }()
+	require.Eventually(t, func() bool { return strings.Contains(stdout.String(), "\n") }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o600))
+	select {
+	case err := <-done:
+		require.NoError(t, err, "stderr: %s", stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("job logs -f did not end with the job")
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	require.Len(t, lines, 2, "both attempts' output: %q; stderr: %s", stdout.String(), stderr.String())
+	first, second := strings.TrimPrefix(lines[0], "run "), strings.TrimPrefix(lines[1], "run ")
+	assert.NotEqual(t, first, second)
+	// Said on one line, or two when it waited for the placement (as it
+	// may have for the first).
+	assert.Regexp(t, `^(waiting for job `+id+` to be placed \(Pending\); Ctrl-C stops waiting\n)?--- the job was restarted; (waiting for its next attempt to be placed \(\w+\); Ctrl-C stops waiting\n--- )?following its next attempt \(task `+second+`\)\n$`, stderr.String())
+
+	out.Reset()
+	require.NoError(t, cli(&out, io.Discard, "job", "logs", "-f", id), "an ended job's output, to its end")
+	assert.Equal(t, "run "+second+"\n", out.String())
+}
+
 // An edge job on the dev cluster's edge node gets its boards in
 // ATOM_DEVICES, and node list shows them held.
 func TestEdgeJobDevices(t *testing.T) {
