@@ -197,6 +197,7 @@ func (s *server) readJobStatus(id structs.JobID, c caller) (*wire.JobStatus, err
 			return
 		}
 		out = &wire.JobStatus{Job: j, Tasks: st.TasksOf(id)}
+		out.CacheAt = cacheAt(st, j, out.Tasks)
 	})
 	if out == nil {
 		return nil, errorf(http.StatusNotFound, "job %s not found", trunc(string(id)))
@@ -206,6 +207,37 @@ func (s *server) readJobStatus(id structs.JobID, c caller) (*wire.JobStatus, err
 	}
 	out.WarmUps = s.warmUps(out.Job)
 	return out, nil
+}
+
+// localCacheAt is where a task on a local cluster sees the dataset cache.
+const localCacheAt = "each task's own directory (cache/ there; the job reads $ATOM_CACHE_DIR)"
+
+// cacheAt says where j's tasks see the dataset cache (wire.JobStatus):
+// by the cluster of its newest task's node, else the cluster it names,
+// else the one kind every declared cluster is; the mountPath when that
+// is a kubernetes cluster or unknown.
+func cacheAt(st *state.State, j *structs.Job, tasks []*structs.Task) string {
+	if j.CacheMountPath == "" {
+		return ""
+	}
+	cluster := j.Cluster
+	for i := len(tasks) - 1; i >= 0; i-- {
+		if n := st.Nodes[tasks[i].Node]; n != nil {
+			cluster = n.Cluster
+			break
+		}
+	}
+	local := cluster != "" && st.Clusters[cluster] != nil && st.Clusters[cluster].Backend == "local"
+	if cluster == "" && len(st.Clusters) > 0 {
+		local = true
+		for _, c := range st.Clusters {
+			local = local && c.Backend == "local"
+		}
+	}
+	if local {
+		return localCacheAt
+	}
+	return j.CacheMountPath
 }
 
 // WarmUpReporter is implemented by a Store that knows the progress of

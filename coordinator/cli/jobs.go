@@ -327,7 +327,11 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 		kv("Charged", string(j.ChargedScope)+" "+resourceList(j.Charged))
 	}
 	if len(j.Datasets) > 0 {
-		kv("Datasets", strings.Join(j.Datasets, ", ")+" at "+j.CacheMountPath)
+		at := js.CacheAt
+		if at == "" {
+			at = j.CacheMountPath // an older coordinator's answer
+		}
+		kv("Datasets", strings.Join(j.Datasets, ", ")+" at "+at)
 	}
 	for _, wu := range js.WarmUps {
 		kv("Warm-up", warmUpLine(wu))

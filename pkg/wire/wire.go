@@ -57,6 +57,11 @@ type JobStatus struct {
 	// WarmUps are the cache warm-ups the job's tasks wait for, with the
 	// leader's progress (bytes and files copied of the totals).
 	WarmUps []structs.WarmUpStatus `json:"warmUps,omitempty"`
+	// CacheAt, for a job that mounts the dataset cache, says where its
+	// tasks see it: the job's mountPath on a kubernetes cluster; on a
+	// local cluster each task mounts its own, in its task directory
+	// (the job reads $ATOM_CACHE_DIR).
+	CacheAt string `json:"cacheAt,omitempty"`
 }
 
 // WhyResponse answers GET /v1/jobs/{id}/why.
