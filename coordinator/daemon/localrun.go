@@ -244,7 +244,11 @@ func (b *LocalBackend) pump() {
 				if e.Signal != "" {
 					ev.Message = "killed by SIG" + e.Signal
 				}
-				b.log.Info("task process failed", "task", id, "pid", e.PID, "exitCode", e.ExitCode, "signal", e.Signal)
+				msg := "task process failed"
+				if e.Stopped {
+					msg = "task process stopped" // as asked: its status is the stop's
+				}
+				b.log.Info(msg, "task", id, "pid", e.PID, "exitCode", e.ExitCode, "signal", e.Signal)
 			}
 		case local.EventKindStartFailed:
 			ev.State, ev.ExitCode, ev.Message = structs.TaskFailed, 127, e.Err

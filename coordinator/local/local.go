@@ -134,6 +134,9 @@ type Event struct {
 	Err string
 	// Time is when the backend saw the change, from Config.Clock.
 	Time time.Time
+	// Stopped is set on Exited when the task had been asked to stop
+	// (Stop, Close) before it ended: its exit status is the stop's.
+	Stopped bool
 }
 
 // Config configures a Backend.
@@ -359,6 +362,7 @@ func (b *Backend) reap(id string, t *task, cmd *exec.Cmd) {
 	// 2. Mark it ended and kill the rest of its group.
 	b.mu.Lock()
 	t.running = false
+	stopped := t.termSent
 	close(t.done)
 	_ = syscall.Kill(-t.pid, syscall.SIGKILL) // ESRCH: nothing was left
 	b.removeLink(t)
@@ -369,7 +373,7 @@ func (b *Backend) reap(id string, t *task, cmd *exec.Cmd) {
 	if !reaped {
 		err = cmd.Wait()
 	}
-	ev := Event{TaskID: id, Kind: EventKindExited, PID: t.pid, ExitCode: -1}
+	ev := Event{TaskID: id, Kind: EventKindExited, PID: t.pid, ExitCode: -1, Stopped: stopped}
 	if ws, ok := waitStatus(cmd); ok {
 		if ws.Signaled() {
 			ev.Signal = signalName(ws.Signal())

@@ -225,6 +225,7 @@ func TestExitCode(t *testing.T) {
 			assert.Empty(t, exited.Err)
 			assert.Equal(t, started.PID, exited.PID)
 			assert.Equal(t, now, exited.Time)
+			assert.False(t, exited.Stopped, "it ended by itself")
 			assert.Empty(t, b.Running())
 		})
 	}
@@ -407,6 +408,7 @@ func TestStopIgnoredTermKillsAfterGrace(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(stopped), grace)
 	assert.Equal(t, "KILL", exited.Signal)
 	assert.Equal(t, 128+int(syscall.SIGKILL), exited.ExitCode)
+	assert.True(t, exited.Stopped, "it ended because it was stopped")
 }
 
 // TestStopEndsChildrenWithTheLeader: a child that does not trap TERM
