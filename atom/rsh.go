@@ -33,11 +33,16 @@ atom rsh exits with its status, or 255 when there is none. ssh options
 before HOST (-x, -l USER, ...) are accepted and ignored.`,
 		ArgsUsage:       "[ssh options] HOST COMMAND...",
 		SkipFlagParsing: true,
+		HideHelpCommand: true,
 		Action:          rshAction,
 	}
 }
 
 func rshAction(c *cli.Context) error {
+	// Its flags are ssh's, not parsed: --help (or -h) alone asks for help.
+	if a := c.Args().Slice(); len(a) == 1 && (a[0] == "--help" || a[0] == "-h") {
+		return cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name)
+	}
 	host, argv, err := rshArgs(c.Args().Slice())
 	if err == nil {
 		var code int
