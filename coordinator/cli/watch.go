@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -57,8 +58,9 @@ var jobHeader = []string{"ID", "NAME", "KIND", "OWNER", "PROJECT", "PRIORITY", "
 
 // watchJobs prints the jobs f matches as job list does, then, as kubectl
 // get --watch does, a row again for each job that is new or changed
-// (other than its age and duration), in the first table's columns. It
-// polls every interval until interrupted.
+// (other than its age and duration), in the first table's columns, and a
+// last row for one that no longer matches (its new state). It polls
+// every interval until interrupted.
 func watchJobs(c *cli.Context, cl *client.Client, f client.JobFilter, interval time.Duration) error {
 	w := c.App.Writer
 	seen := map[structs.JobID][]string{}
@@ -72,7 +74,9 @@ func watchJobs(c *cli.Context, cl *client.Client, f client.JobFilter, interval t
 			return fmt.Errorf("list jobs: %w", err)
 		}
 		var rows [][]string
+		listed := make(map[structs.JobID]bool, len(jobs))
 		for _, j := range jobs {
+			listed[j.ID] = true
 			r := jobRow(j)
 			key := r[:len(r)-2]
 			if old, ok := seen[j.ID]; ok && slices.Equal(old, key) {
@@ -80,6 +84,17 @@ func watchJobs(c *cli.Context, cl *client.Client, f client.JobFilter, interval t
 			}
 			seen[j.ID] = key
 			rows = append(rows, r)
+		}
+		// A job that left the list (--state Running: it ended) is shown
+		// once more as it is now, saying where it went, then forgotten.
+		for _, id := range slices.Sorted(maps.Keys(seen)) {
+			if listed[id] {
+				continue
+			}
+			delete(seen, id)
+			if js, err := cl.Job(c.Context, id); err == nil {
+				rows = append(rows, jobRow(js.Job))
+			}
 		}
 		if first {
 			widths = columnWidths(append([][]string{jobHeader}, rows...))

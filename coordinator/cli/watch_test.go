@@ -65,3 +65,35 @@ func TestJobListWatch(t *testing.T) {
 		"longer-name-00002  longer-name  command  u1     -        low       Pending  1         cpu=1 memory=1Gi  3m12s  -",
 	}, got[3:5], "both changes, in the first table's columns")
 }
+
+// job list --watch --state Running prints the change that takes a job out
+// of that state (its row as it is now), once.
+func TestJobListWatchLeavingTheState(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: a, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
+	e.Store.Schedule(t, apitest.T0)
+	e.Store.Report(t, "a-00001-0-a0", structs.TaskRunning, apitest.T0)
+
+	var out syncBuffer
+	app := App()
+	app.Writer, app.ErrWriter = &out, &out
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- app.RunContext(ctx, []string{"coordinator", "--addr", e.URL(), "--token", e.Tokens["u1"], "job", "list", "--watch", "--state", "Running", "--interval", "5ms"})
+	}()
+	lines := func(n int) func() bool {
+		return func() bool { return strings.Count(out.String(), "\n") >= n }
+	}
+	require.Eventually(t, lines(2), 5*time.Second, 5*time.Millisecond)
+	e.Store.Report(t, "a-00001-0-a0", structs.TaskSucceeded, apitest.T0.Add(time.Minute))
+	require.Eventually(t, lines(3), 5*time.Second, 5*time.Millisecond)
+	require.Never(t, lines(4), 50*time.Millisecond, 5*time.Millisecond, "the row that left is printed once")
+	cancel()
+	require.NoError(t, <-done)
+	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, got, 3, out.String())
+	assert.Contains(t, got[1], "Running")
+	assert.Contains(t, got[2], "a-00001")
+	assert.Contains(t, got[2], "Succeeded")
+}
