@@ -96,6 +96,9 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 	if j.Project != "" {
 		pp, ok := w.projPool[j.Project]
 		if !ok {
+			if m := structs.Nearest(w.projectNames(), string(j.Project)); m != "" {
+				return Admission{}, fmt.Errorf("project %s does not exist: did you mean %s? (%w)", j.Project, m, ErrNotAllowed)
+			}
 			return Admission{}, fmt.Errorf("project %s does not exist: an admin creates it with a pool listing its members (the pool may have no nodes): %w", j.Project, ErrNotAllowed)
 		}
 		pool = w.pools[pp[0]]
@@ -167,6 +170,16 @@ func (a *Admitter) Admit(j *structs.Job, quotas, usage map[structs.Scope]structs
 		return Admission{}, over
 	}
 	return adm, nil
+}
+
+// projectNames lists the projects (those with a pool), sorted.
+func (w *world) projectNames() []string {
+	var out []string
+	for p := range w.projPool {
+		out = append(out, string(p))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // checkKnown refuses accelerator and device types and pinned nodes and

@@ -37,6 +37,57 @@ func CaseTwin(have []string, t string) string {
 	return ""
 }
 
+// Nearest returns the name in have that t most likely misspells, or "":
+// one equal to t but for case, '-' and '_' ("onfailure", "on-failure"
+// for OnFailure), else the single nearest at most two edits away
+// (insertions, deletions, substitutions), when t is long enough for two
+// edits to leave it recognisable.
+func Nearest(have []string, t string) string {
+	fold := func(s string) string { return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(s)) }
+	for _, h := range have {
+		if h != t && fold(h) == fold(t) {
+			return h
+		}
+	}
+	best, bestD, ties := "", 3, 0
+	for _, h := range have {
+		if h == t {
+			return ""
+		}
+		switch d := editDistance(strings.ToLower(h), strings.ToLower(t)); {
+		case d < bestD:
+			best, bestD, ties = h, d, 1
+		case d == bestD:
+			ties++
+		}
+	}
+	if ties != 1 || len(t) <= 2*bestD {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // ValidateObjectName returns an error naming field if s is not a DNS-1123
 // label (lowercase letters, digits and '-', at most 63 characters), the
 // form Kubernetes requires of the names atom derives objects from.

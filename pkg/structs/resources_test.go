@@ -22,3 +22,20 @@ func TestFormatMilliCPU(t *testing.T) {
 		assert.Equal(t, want, FormatMilliCPU(m), "%d", m)
 	}
 }
+
+// Nearest suggests the name a value misspells: the same but for case,
+// '-' and '_', else the one nearest within two edits, when only one is
+// and the value is long enough to be recognisable.
+func TestNearest(t *testing.T) {
+	policies := []string{"Never", "OnFailure", "Always"}
+	for in, want := range map[string]string{
+		"onfailure": "OnFailure", "on-failure": "OnFailure", "ON_FAILURE": "OnFailure", "OnFailur": "OnFailure",
+		"allways": "Always", "never": "Never", "Never": "", "sometimes": "", "x": "",
+	} {
+		assert.Equal(t, want, Nearest(policies, in), in)
+	}
+	projects := []string{"perception", "planning", "vision"}
+	assert.Equal(t, "perception", Nearest(projects, "perceptoin"))
+	assert.Equal(t, "vision", Nearest(projects, "visoin"))
+	assert.Equal(t, "", Nearest(projects, "mapping"))
+}

@@ -567,7 +567,11 @@ func (s *JobSpec) lifecycle(j *Job) error {
 	case p == "":
 		p = RestartNever
 	case p != RestartNever && p != RestartOnFailure && p != RestartAlways:
-		return bad("restartPolicy", string(p), "use Never, OnFailure or Always")
+		hint := "use Never, OnFailure or Always"
+		if m := Nearest([]string{string(RestartNever), string(RestartOnFailure), string(RestartAlways)}, string(p)); m != "" {
+			hint = "did you mean " + m + "? (values are case-sensitive): " + hint
+		}
+		return bad("restartPolicy", string(p), "%s", hint)
 	case p == RestartNever && s.Kind == KindService:
 		return bad("restartPolicy", string(p), "services restart failed replicas: use Always or OnFailure")
 	case p == RestartAlways && (s.Kind == KindMPI || s.Kind == KindSpark || s.Kind == KindCommand):

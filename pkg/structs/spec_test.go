@@ -321,6 +321,7 @@ func TestJobSpecRejects(t *testing.T) {
 
 		// Lifecycle and storage.
 		{"restartPolicy unknown", ok + "resources: {cpu: 1}\nrestartPolicy: Sometimes", `restartPolicy "Sometimes" is not allowed: use Never, OnFailure or Always`},
+		{"restartPolicy in lower case", ok + "resources: {cpu: 1}\nrestartPolicy: onfailure", `restartPolicy "onfailure" is not allowed: did you mean OnFailure? (values are case-sensitive): use Never, OnFailure or Always`},
 		{"service never restarts", "kind: service\nname: x\nresources: {cpu: 1}\nrestartPolicy: Never", `restartPolicy "Never" is not allowed: services restart`},
 		{"mpi always restarts", "kind: mpi\nname: x\nresources: {cpu: 1}\nrestartPolicy: Always", `restartPolicy "Always" is not allowed: mpi jobs end`},
 		{"maxPreemptions 0", ok + "resources: {cpu: 1}\nmaxPreemptions: 0", "maxPreemptions 0 is not allowed: use 1 to 1000"},
