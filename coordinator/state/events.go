@@ -52,8 +52,17 @@ func (s *State) record(e structs.Event) {
 	}
 }
 
-// jobEvent records an event of job id.
+// jobEvent records an event of job id, at now or, when an event the job
+// already has carries a later time, at that time: a job's event follows
+// what caused it, which is recorded first, in time order too. (A task's
+// event carries its node's clock: an outage's stops reported last may
+// read earlier than the first one, whose Lost started the restart.)
 func (s *State) jobEvent(now time.Time, id structs.JobID, typ structs.EventType, format string, a ...any) {
+	for _, e := range s.Events[id].Events {
+		if e.Time.After(now) {
+			now = e.Time
+		}
+	}
 	s.record(structs.Event{Time: now, Job: id, Type: typ, Message: fmt.Sprintf(format, a...)})
 }
 
