@@ -21,7 +21,7 @@ const jobsPerPage = 50
 // jobEntry is a job with what the tables show beside it.
 type jobEntry struct {
 	job        *structs.Job
-	start, end time.Time // its current attempt's first task start; when it ended
+	start, end time.Time // its first start, in any attempt; when it ended
 }
 
 // duration is how long the job has run (to now while it runs).
@@ -51,12 +51,17 @@ func (s *server) visibleJobs(u *session, keep func(*structs.Job) bool) (out []jo
 	return out, v
 }
 
-// fillStarts sets each entry's start: when the first task of its job's
-// current attempt started. A few entries (a page) look up their tasks;
-// many (ordering by duration) take one pass over all tasks.
+// fillStarts sets each entry's start: when its job first started, in any
+// attempt, as job list's DURATION counts; for a job that started before
+// jobs kept their first start, when the first task of its current
+// attempt started. A few entries (a page) look up their tasks; many
+// (ordering by duration) take one pass over all tasks.
 func (s *server) fillStarts(es []jobEntry) {
+	for i := range es {
+		es[i].start = es[i].job.FirstStartedAt
+	}
 	first := func(e *jobEntry, t *structs.Task) {
-		if t.Attempt == e.job.Attempt && !t.StartedAt.IsZero() && (e.start.IsZero() || t.StartedAt.Before(e.start)) {
+		if e.job.FirstStartedAt.IsZero() && t.Attempt == e.job.Attempt && !t.StartedAt.IsZero() && (e.start.IsZero() || t.StartedAt.Before(e.start)) {
 			e.start = t.StartedAt
 		}
 	}
