@@ -36,5 +36,5 @@ quotas:
 	spec = file(t, "{kind: command, name: nowhere, cluster: lcal, command: [run], resources: {cpu: 1, memory: 1Gi}}")
 	out, err := run(t, e, "u1", "job", "submit", "-f", spec)
 	require.Error(t, err)
-	assert.Contains(t, out+err.Error(), `cluster "lcal" does not exist: known clusters are local, locl`)
+	assert.Contains(t, out+err.Error(), `cluster "lcal" does not exist: known clusters are local, locl; did you mean local?`)
 }

@@ -210,7 +210,11 @@ func (w *world) checkKnown(j *structs.Job) error {
 		for c := range w.snap.Clusters {
 			names[string(c)] = true
 		}
-		return unknownf("cluster %q does not exist: known clusters are %s", j.Cluster, known(names))
+		hint := ""
+		if m := structs.Nearest(slices.Sorted(maps.Keys(names)), string(j.Cluster)); m != "" {
+			hint = "; did you mean " + m + "?"
+		}
+		return unknownf("cluster %q does not exist: known clusters are %s%s", j.Cluster, known(names), hint)
 	}
 	return w.checkLevel(j)
 }
