@@ -157,7 +157,7 @@ func TestDevInterruptStopsTasksAtOnce(t *testing.T) {
 
 	dev.interrupt(t)
 	log := dev.out.String()
-	assert.Regexp(t, regexp.MustCompile(`msg="task process failed" task=interrupted-\S+ pid=\d+ exitCode=143 signal=""`), log,
+	assert.Regexp(t, regexp.MustCompile(`msg="task process stopped" task=interrupted-\S+ pid=\d+ exitCode=143 signal=""`), log,
 		"atom ended on the SIGTERM, with its job's status")
 	assert.NotContains(t, log, "signal=KILL")
 	assert.Regexp(t, `coordinator dev: removed its data in `+regexp.QuoteMeta(tmp)+`/atom-dev-\d+ \(give --data-dir to keep it\)`, log)

@@ -3,6 +3,7 @@ package kubebackend_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,7 +64,10 @@ func TestSparkFiveJobsTwoFit(t *testing.T) {
 		for _, w := range waiting {
 			require.Eventually(t, func() bool {
 				why, err := co.Why(ctx, ids[w])
-				return err == nil && why.State == structs.JobPending && why.Message != ""
+				// Until the scheduler's first cycle after its submission
+				// the job's why says it has not been looked at yet.
+				return err == nil && why.State == structs.JobPending && why.Message != "" &&
+					!strings.Contains(why.Message, "has not looked at this job yet")
 			}, 30*time.Second, 50*time.Millisecond)
 			why, err := co.Why(ctx, ids[w])
 			require.NoError(t, err)
