@@ -28,8 +28,10 @@ type driver struct {
 	placedMu sync.Mutex
 	placed   map[allocKey]time.Time // allocations this process placed, when (backendTerm.inherited)
 
-	termMu sync.Mutex   // held through establish, each drive and revoke
+	termMu sync.Mutex   // guards term and its maps
 	term   *backendTerm // nil between terms
+
+	slots chan struct{} // backendParallelism: the Starts and Stops running at once
 }
 
 // backendTerm is what one term told the backend.
@@ -53,6 +55,12 @@ type backendTerm struct {
 	// requeues its job without using its restarts). So a task is only
 	// ever started by the server process that placed it.
 	inherited map[allocKey]bool
+	// busy are the tasks with a Start or Stop running, which no later
+	// drive repeats or reorders: a task's Stop waits for its Start to
+	// return, and a new allocation of it for the old one's Stop. ops
+	// counts those calls; revoke and Drain wait for them.
+	busy map[structs.TaskID]bool
+	ops  sync.WaitGroup
 }
 
 // allocKey names one allocation: a task ID and the token it was placed
@@ -62,7 +70,9 @@ type allocKey struct {
 	token string
 }
 
-func newDriver(s *Server) *driver { return &driver{s: s, placed: map[allocKey]time.Time{}} }
+func newDriver(s *Server) *driver {
+	return &driver{s: s, placed: map[allocKey]time.Time{}, slots: make(chan struct{}, backendParallelism)}
+}
 
 // establish notes the tasks placed before this term that have not
 // reported yet: they are not this term's to start (backendTerm.inherited).
@@ -78,16 +88,33 @@ func (d *driver) establish(context.Context) {
 		}
 	})
 	d.termMu.Lock()
-	d.term = &backendTerm{started: map[allocKey]bool{}, stopped: map[allocKey]bool{}, inherited: inherited}
+	d.term = &backendTerm{started: map[allocKey]bool{}, stopped: map[allocKey]bool{}, inherited: inherited,
+		busy: map[structs.TaskID]bool{}}
 	d.termMu.Unlock()
 }
 
 func (d *driver) run(context.Context) {} // the scheduling cycle drives it
 
+// revoke ends the term once the Starts and Stops it began have returned:
+// none outlives the leadership that made it.
 func (d *driver) revoke() {
 	d.termMu.Lock()
+	ls := d.term
 	d.term = nil
 	d.termMu.Unlock()
+	if ls != nil {
+		ls.ops.Wait()
+	}
+}
+
+// idle returns once the Starts and Stops running have returned.
+func (d *driver) idle() {
+	d.termMu.Lock()
+	ls := d.term
+	d.termMu.Unlock()
+	if ls != nil {
+		ls.ops.Wait()
+	}
 }
 
 func (d *driver) backend() backend.Backend {
@@ -126,9 +153,12 @@ func (s *Server) Task(id structs.TaskID) (token string, live bool) {
 // drive starts the Scheduled tasks of allocs this term placed (and those
 // it inherited that the backend adopts) and stops the Stopping ones,
 // those it has not handled yet; allocs are the cycle's (state.Cycle),
-// tasks in other states are passed over. A failed Start or Stop is
-// retried next cycle; a task that never starts is Lost after the
-// heartbeat TTL.
+// tasks in other states are passed over. It hands the calls to the
+// backend and returns without waiting for them: a backend may spend
+// seconds on a thousand Pods, or 30 on an API server that does not
+// answer, and the next cycle (other clusters' tasks among them) does not
+// wait behind them. A failed Start or Stop is retried next cycle; a task
+// that never starts is Lost after the heartbeat TTL.
 func (d *driver) drive(allocs []state.Alloc) {
 	b := d.backend()
 	if b == nil {
@@ -159,7 +189,7 @@ func (d *driver) drive(allocs []state.Alloc) {
 		switch t.State {
 		case structs.TaskScheduled:
 			seen[k] = true
-			if !ls.started[k] && !a.Warming {
+			if !ls.started[k] && !a.Warming && !ls.busy[t.ID] && a.Job != nil {
 				starts = append(starts, start{k: k, l: backend.Launch{Task: t, Job: a.Job, Token: a.Token,
 					Gang: a.Gang, GangWhole: a.GangWhole, Cluster: a.Cluster}})
 			}
@@ -167,7 +197,7 @@ func (d *driver) drive(allocs []state.Alloc) {
 			seen[k] = true
 			// A preempted task's notice runs first: its atom sends
 			// SIGTERM when it ends, the backend only after.
-			if !ls.stopped[k] && !now.Before(t.NoticeUntil) {
+			if !ls.stopped[k] && !now.Before(t.NoticeUntil) && !ls.busy[t.ID] {
 				stops = append(stops, stop{k: k, h: backend.Halt{Task: t.ID, Grace: s.cfg.StopGrace, Cluster: a.Cluster}})
 			}
 		}
@@ -183,68 +213,59 @@ func (d *driver) drive(allocs []state.Alloc) {
 		maps.DeleteFunc(m, func(k allocKey, _ bool) bool { return !seen[k] })
 	}
 	d.forgetPlaced(seen)
+	// Stops are handed over first, then starts, each in task order.
 	slices.SortFunc(starts, func(a, b start) int { return cmp.Compare(a.k.id, b.k.id) })
 	slices.SortFunc(stops, func(a, b stop) int { return cmp.Compare(a.k.id, b.k.id) })
-	stopped := onBackend(len(stops), func(i int) bool {
-		if err := b.Stop(stops[i].h); err != nil {
-			s.log.Warn("backend stop failed", "task", stops[i].k.id, "err", err)
-			return false
-		}
-		return true
-	})
-	for i, ok := range stopped {
-		if ok {
-			ls.stopped[stops[i].k] = true
-		}
+	for _, st := range stops {
+		k, h := st.k, st.h
+		d.call(ls, k, func() bool {
+			if err := b.Stop(h); err != nil {
+				s.log.Warn("backend stop failed", "task", k.id, "err", err)
+				return false
+			}
+			return true
+		}, ls.stopped)
 	}
-	started := onBackend(len(starts), func(i int) bool {
-		st := starts[i]
-		if st.l.Job == nil {
-			return false
-		}
-		if err := b.Start(st.l); errors.Is(err, backend.ErrClosed) {
-			s.log.Debug("backend start refused", "task", st.k.id, "err", err)
-			return false
-		} else if err != nil {
-			s.log.Warn("backend start failed", "task", st.k.id, "err", err)
-			return false
-		}
-		return true
-	})
-	for i, ok := range started {
-		if ok {
-			ls.started[starts[i].k] = true
-		}
+	for _, st := range starts {
+		k, l := st.k, st.l
+		d.call(ls, k, func() bool {
+			if err := b.Start(l); errors.Is(err, backend.ErrClosed) {
+				s.log.Debug("backend start refused", "task", k.id, "err", err)
+				return false
+			} else if err != nil {
+				s.log.Warn("backend start failed", "task", k.id, "err", err)
+				return false
+			}
+			return true
+		}, ls.started)
 	}
 }
 
-// backendParallelism is how many Starts (or Stops) the leader has the
+// call runs fn, one Start or Stop of allocation k, in the background on
+// one of the driver's slots, and records in done that it succeeded. The
+// caller holds termMu.
+func (d *driver) call(ls *backendTerm, k allocKey, fn func() bool, done map[allocKey]bool) {
+	ls.busy[k.id] = true
+	ls.ops.Add(1)
+	go func() {
+		defer ls.ops.Done()
+		d.slots <- struct{}{}
+		ok := fn()
+		<-d.slots
+		d.termMu.Lock()
+		delete(ls.busy, k.id)
+		if ok {
+			done[k] = true
+		}
+		d.termMu.Unlock()
+	}()
+}
+
+// backendParallelism is how many Starts and Stops the leader has the
 // backend run at once: a Kubernetes backend spends a few API round trips
 // on each, which one at a time would make placing 1,000 tasks take tens of
 // seconds. Backends are safe for concurrent use.
 const backendParallelism = 64
-
-// onBackend runs fn(i) for i in [0, n), up to backendParallelism at once,
-// in order of i when n is 1, and returns what each returned.
-func onBackend(n int, fn func(i int) bool) []bool {
-	ok := make([]bool, n)
-	if n == 1 {
-		ok[0] = fn(0)
-		return ok
-	}
-	sem := make(chan struct{}, backendParallelism)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			ok[i] = fn(i)
-		}()
-	}
-	wg.Wait()
-	return ok
-}
 
 // notePlaced records the allocations this server process is about to
 // commit: it may start them in any term (backendTerm.inherited).

@@ -278,8 +278,9 @@ func (s *Server) PauseScheduling(paused bool) {
 // Drain stops this server's scheduling loop for good, ahead of its
 // shutdown: while or when it leads it places, starts and stops nothing
 // more (liveness and retention go on). It returns once the cycle in
-// flight, if any, has ended, so that the tasks the caller then stops are
-// all there are: a job requeued by the shutdown is not placed again on a
+// flight, if any, has ended and the backend has returned from the Starts
+// and Stops handed to it, so that the tasks the caller then stops are all
+// there are: a job requeued by the shutdown is not placed again on a
 // backend that is closing, to wait there a heartbeat TTL for nothing.
 func (s *Server) Drain() {
 	c := s.sched
@@ -288,6 +289,7 @@ func (s *Server) Drain() {
 	c.mu.Unlock()
 	c.cycleMu.Lock()
 	defer c.cycleMu.Unlock()
+	s.backend.idle()
 }
 
 // Why returns why job id is still pending as of the leader's latest cycle,
