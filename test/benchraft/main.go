@@ -12,7 +12,9 @@
 //     after, give fsync_p99_ms and commit_p99_vs_fsync (target <= 3), and
 //     as many 1 KiB appends to a raft-boltdb store there give
 //     bolt_append_p99_ms (a commit is the leader's append, then a
-//     follower's);
+//     follower's); before it, -alone JobSubmits one at a time on an idle
+//     cluster give what a commit takes with nothing else to do
+//     (commit_alone_p99_vs_fsync);
 //  3. failover: the servers run as child processes; the leader is killed
 //     with SIGKILL, and the time until a new leader has committed a
 //     placement for a job submitted after the kill is measured.
@@ -57,6 +59,7 @@ var (
 	flagDuration   = flag.Duration("duration", 5*time.Second, "length of the latency run")
 	flagRounds     = flag.Int("rounds", 3, "leader kills in the failover run (the median is reported)")
 	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of the in-process runs to this file")
+	flagAlone      = flag.Int("alone", 1000, "JobSubmits made one at a time, before the latency run, on an idle cluster")
 	flagPauseLat   = flag.Bool("pause-latency", false, "pause scheduling during the latency run")
 	flagSkip       = flag.String("skip", "", "runs to skip: throughput, latency, failover")
 	flagLease      = flag.Duration("lease", 0, "leader lease timeout (server default when 0)")
@@ -98,7 +101,7 @@ func run() error {
 		defer pprof.StopCPUProfile()
 	}
 
-	var perSec, p99, fsyncP99, fo float64
+	var perSec, p99, alone, fsyncP99, fo float64
 	if !skip("throughput") {
 		if perSec, err = throughput(dir + "/throughput"); err != nil {
 			return fmt.Errorf("throughput: %w", err)
@@ -127,6 +130,10 @@ func run() error {
 		if err := probe(0, n/2); err != nil {
 			return err
 		}
+		if alone, err = commitAlone(dir + "/alone"); err != nil {
+			return fmt.Errorf("commits alone: %w", err)
+		}
+		_ = os.RemoveAll(dir + "/alone")
 		if p99, err = latency(dir + "/latency"); err != nil {
 			return fmt.Errorf("latency: %w", err)
 		}
@@ -156,6 +163,7 @@ func run() error {
 		fmt.Printf("p99_submit_to_commit_ms=%.2f\n", p99)
 		fmt.Printf("fsync_p99_ms=%.2f\n", fsyncP99)
 		fmt.Printf("%-40s # target <= 3: %s\n", fmt.Sprintf("commit_p99_vs_fsync=%.2f", p99/fsyncP99), met(p99 <= 3*fsyncP99))
+		fmt.Printf("commit_alone_p99_vs_fsync=%.2f\n", alone/fsyncP99)
 	}
 	if !skip("failover") {
 		fmt.Printf("%-40s # target <= 1,500: %s\n", fmt.Sprintf("failover_ms=%.0f", fo), met(fo <= 1500))
@@ -449,6 +457,34 @@ func index(s *server.Server) uint64 {
 	var i uint64
 	s.Read(func(st *state.State) { i = st.Index })
 	return i
+}
+
+// commitAlone submits -alone JobSubmits one at a time, scheduling paused,
+// to a fresh cluster: a commit with nothing else to do, the least one
+// takes on this machine with these servers. It returns the p99 in ms.
+func commitAlone(dir string) (float64, error) {
+	srv, err := startCluster(dir, 3)
+	if err != nil {
+		return 0, err
+	}
+	defer shutdown(srv)
+	if err := seed(srv, *flagNodes); err != nil {
+		return 0, err
+	}
+	for _, s := range srv {
+		s.PauseScheduling(true)
+	}
+	lat := make([]time.Duration, *flagAlone)
+	for i := range lat {
+		t := time.Now()
+		if _, _, err := apply(srv, &state.JobSubmit{RequestID: fmt.Sprint("alone-", i), Job: job("alone", i), Now: t}); err != nil {
+			return 0, fmt.Errorf("submit: %w", err)
+		}
+		lat[i] = time.Since(t)
+	}
+	fmt.Printf("alone_commits=%d commit_alone_p50_ms=%.2f commit_alone_p90_ms=%.2f commit_alone_p99_ms=%.2f commit_alone_max_ms=%.2f\n",
+		len(lat), ms(pct(lat, 50)), ms(pct(lat, 90)), ms(pct(lat, 99)), ms(pct(lat, 100)))
+	return ms(pct(lat, 99)), nil
 }
 
 // latency offers JobSubmits at -rate per second for -duration, open loop,
