@@ -1,64 +1,41 @@
 package cli
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/moby/sys/mountinfo"
 )
 
-// mountsUnder returns the mount points at dir or below it that
-// /proc/self/mountinfo lists, the deepest (and, on one point, the
-// latest) first: the order to unmount them in.
+// mountsUnder returns the mount points at dir or below it that this
+// process's mount table lists, the deepest (and, on one point, the
+// latest) first: the order to unmount them in. It finds none when the
+// table cannot be read.
 func mountsUnder(dir string) []string {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	return unmountOrder(infos)
+}
+
+// unmountOrder returns the mount points of infos, listed in mount table
+// order, deepest first and, on one point, the latest first.
+func unmountOrder(infos []*mountinfo.Info) []string {
 	var points []string
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 64<<10), 1<<20)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		p := unescapeMount(fields[4])
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			points = append(points, p)
-		}
+	for _, m := range infos {
+		points = append(points, m.Mountpoint)
 	}
 	slices.Reverse(points) // a later mount first: it may sit on an earlier one
 	slices.SortStableFunc(points, func(a, b string) int {
 		return strings.Count(b, "/") - strings.Count(a, "/")
 	})
 	return points
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // unmount detaches the mount at p.

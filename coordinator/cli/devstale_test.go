@@ -96,11 +96,3 @@ func TestDevDirRecordsPid(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, strconv.Itoa(os.Getpid())+"\n", string(b))
 }
-
-// A mount point's name in mountinfo escapes a space, a tab, a newline
-// and a backslash in octal.
-func TestUnescapeMount(t *testing.T) {
-	assert.Equal(t, "/tmp/a b\\c\td", unescapeMount(`/tmp/a\040b\134c\011d`))
-	assert.Equal(t, "/plain", unescapeMount("/plain"))
-	assert.Equal(t, `/cut\04`, unescapeMount(`/cut\04`))
-}

@@ -1,7 +1,6 @@
 package k8stest
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // sweepProcesses SIGKILLs every process but this one whose command line
@@ -124,47 +125,22 @@ func removeKubepodsCgroups() error {
 	return errors.Join(errs...)
 }
 
-// mountsUnder returns the mount points whose path starts with prefix, in
-// the order of /proc/self/mountinfo (parents before children).
+// mountsUnder returns the mount points whose path starts with prefix (a
+// string prefix, not a path: a node directory's name prefix finds every
+// node's mounts), in mount table order (parents before children). It
+// finds none when the table cannot be read.
 func mountsUnder(prefix string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		return !strings.HasPrefix(m.Mountpoint, prefix), false
+	})
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountPath(fields[4])
-		if strings.HasPrefix(mp, prefix) {
-			out = append(out, mp)
-		}
+	for _, m := range infos {
+		out = append(out, m.Mountpoint)
 	}
 	return out
-}
-
-// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // unmountUnder detaches every mount under prefix (container root
