@@ -26,6 +26,8 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/atom-sched/atom/pkg/cliusage"
 )
 
 // Exit codes of atom itself; otherwise atom exits with its job's status.
@@ -48,7 +50,7 @@ func main() {
 }
 
 func app() *cli.App {
-	return &cli.App{
+	a := &cli.App{
 		Name:     "atom",
 		Usage:    "the in-container agent of atom jobs",
 		Commands: []*cli.Command{runCommand(), preflightCommand(), gpusCommand(), pluginCommand(), rshCommand(), cacheCommand()},
@@ -63,7 +65,16 @@ func app() *cli.App {
 		},
 		// Exit codes are the job's: cli.Exit carries them out of Run.
 		ExitErrHandler: func(_ *cli.Context, err error) { cli.HandleExitCoder(err) },
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return fmt.Errorf("%w (see atom --help)", err)
+		},
 	}
+	// A flag or variable atom cannot parse is one line naming it (exit
+	// status 2), not the command's whole help text.
+	cliusage.OnEveryCommand(a.Commands, func(c *cli.Context, err error, _ bool) error {
+		return fmt.Errorf("%w (see %s --help)", cliusage.DurationHint(err, c.Command.Flags), c.Command.HelpName)
+	})
+	return a
 }
 
 // allocFlags are the allocation, read from the ATOM_* environment.

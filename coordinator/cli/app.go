@@ -19,15 +19,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/atom-sched/atom/pkg/client"
+	"github.com/atom-sched/atom/pkg/cliusage"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -83,45 +81,15 @@ func App() *cli.App {
 		ExitErrHandler:       func(*cli.Context, error) {},
 	}
 	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-		return usagef("%v (see coordinator --help)", durationHint(err, app.Flags))
+		return usagef("%v (see coordinator --help)", cliusage.DurationHint(err, app.Flags))
 	}
-	usageErrors(app.Commands)
+	// A flag a command cannot parse is a usage error (exit status 2, one
+	// line naming the flag) instead of urfave's whole help text and exit
+	// status 1.
+	cliusage.OnEveryCommand(app.Commands, func(c *cli.Context, err error, _ bool) error {
+		return usagef("%v (see %s --help)", cliusage.DurationHint(err, c.Command.Flags), c.Command.HelpName)
+	})
 	return app
-}
-
-// usageErrors makes a flag a command cannot parse a usage error (exit
-// status 2, one line naming the flag) in cmds and their subcommands,
-// instead of urfave's whole help text and exit status 1.
-func usageErrors(cmds []*cli.Command) {
-	for _, c := range cmds {
-		if c.OnUsageError == nil {
-			c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-				return usagef("%v (see %s --help)", durationHint(err, c.Command.Flags), c.Command.HelpName)
-			}
-		}
-		usageErrors(c.Subcommands)
-	}
-}
-
-// badDuration matches urfave's error for a duration flag Go could not
-// parse ("5" lacks a unit), which says only "parse error".
-var badDuration = regexp.MustCompile(`^invalid value "([^"]*)" for flag -([\w-]+): parse error$`)
-
-// durationHint says what a duration flag takes when urfave says only
-// "parse error": a number with a unit.
-func durationHint(err error, flags []cli.Flag) error {
-	m := badDuration.FindStringSubmatch(err.Error())
-	if m == nil || !slices.ContainsFunc(flags, func(f cli.Flag) bool {
-		d, ok := f.(*cli.DurationFlag)
-		return ok && slices.Contains(d.Names(), m[2])
-	}) {
-		return err
-	}
-	hint := "a duration is a number with a unit, e.g. 5s, 10m or 1h30m"
-	if _, nerr := strconv.ParseFloat(m[1], 64); nerr == nil {
-		hint += fmt.Sprintf(" (%ss for %s seconds)", m[1], m[1])
-	}
-	return fmt.Errorf("invalid value %q for flag --%s: %s", m[1], m[2], hint)
 }
 
 // ExitCode is the exit status for an error Run returned: an ExitCoder's

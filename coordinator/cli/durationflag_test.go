@@ -28,3 +28,15 @@ func TestDurationFlagWithoutUnit(t *testing.T) {
 	require.Error(t, err)
 	assert.EqualError(t, err, `invalid value "soon" for flag --interval: a duration is a number with a unit, e.g. 5s, 10m or 1h30m (see coordinator job list --help)`)
 }
+
+// A duration flag's environment variable that is not a duration names the
+// variable and the flag, not Go's parser's words, and exits as a usage
+// error.
+func TestDurationEnvWithoutUnit(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	t.Setenv("ATOM_TIMEOUT", "5")
+	_, err := run(t, e, "u1", "job", "list")
+	require.Error(t, err)
+	assert.Equal(t, 2, ExitCode(err))
+	assert.EqualError(t, err, `invalid value "5" for $ATOM_TIMEOUT (flag --timeout): a duration is a number with a unit, e.g. 5s, 10m or 1h30m (5s for 5 seconds) (see coordinator --help)`)
+}
