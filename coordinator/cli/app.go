@@ -11,7 +11,6 @@
 package cli
 
 import (
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -231,7 +230,9 @@ func newClient(c *cli.Context) *client.Client {
 	return cl
 }
 
-// readSpec reads the -f file ("-" for standard input).
+// readSpec reads the -f file ("-" for standard input) and refuses one
+// that holds no spec, naming it: one of 0 bytes and one of nothing but
+// comments alike.
 func readSpec(c *cli.Context) ([]byte, error) {
 	name := c.String("file")
 	var b []byte
@@ -250,8 +251,8 @@ func readSpec(c *cli.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read spec: %w", err)
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, fmt.Errorf("%s is empty: give %s in YAML or JSON", where, specKind(c))
+	if structs.IsEmptySpec(b) {
+		return nil, fmt.Errorf("%s is empty (only comments or whitespace): give %s in YAML or JSON", where, specKind(c))
 	}
 	return b, nil
 }

@@ -65,7 +65,7 @@ func decodeSpec(data []byte, out any, what string) error {
 	if !utf8.Valid(data) {
 		return fmt.Errorf("%s is not valid UTF-8 (first bad byte at offset %d)", what, firstBadUTF8(data))
 	}
-	if isEmptyDoc(data) {
+	if IsEmptySpec(data) {
 		return fmt.Errorf("%s is empty", what)
 	}
 	root, err := singleDocument(data, what)
@@ -638,9 +638,10 @@ func firstBadUTF8(b []byte) int {
 	return -1
 }
 
-// isEmptyDoc reports whether data holds no value: only blank lines,
+// IsEmptySpec reports whether data holds no value: only blank lines,
 // comments, document markers, null or ~. "{}" is a mapping, not empty.
-func isEmptyDoc(data []byte) bool {
+// The command line refuses such a spec file as the server would.
+func IsEmptySpec(data []byte) bool {
 	for _, line := range strings.Split(string(data), "\n") {
 		l := strings.TrimSpace(line)
 		if l == "" || strings.HasPrefix(l, "#") || l == "---" || l == "..." || l == "null" || l == "~" {
