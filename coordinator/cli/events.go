@@ -18,8 +18,10 @@ func jobEventsCommand() *cli.Command {
 		ArgsUsage: "ID",
 		Description: "Lists what happened to the job, oldest first: submitted, each task placed (node,\n" +
 			"accelerators) and started, preempted (by which job, GPU-seconds run) or preempting,\n" +
-			"lost, stopped, failed (exit code), restarted, requeued, scaled, cancelled, and\n" +
-			"accelerators quarantined after a failed preflight. A job keeps its newest 100 events.",
+			"lost, stopped, failed (exit code), restarted (using one of its restarts), requeued\n" +
+			"without using one (a coordinator shutdown or outage, a failed preflight), scaled,\n" +
+			"cancelled, and accelerators quarantined after a failed preflight. ATTEMPT counts the\n" +
+			"job's attempts from 1. A job keeps its newest 100 events.",
 		Flags:  []cli.Flag{outputFlag()},
 		Action: jobEvents,
 	}

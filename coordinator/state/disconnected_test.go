@@ -51,7 +51,7 @@ func TestDisconnectedRequeues(t *testing.T) {
 		"+0 Started b-1-0-0001: replica 0 started on c1",
 		"+0 Running: running: 1 replica(s) started",
 		"+60 Lost b-1-0-0001: replica 0 was lost: " + outage,
-		"+60 Requeued: pending again as attempt 1: requeued: replica 0 was lost: " + outage,
+		"+60 Requeued: pending again as attempt 2: replica 0 was lost: " + outage,
 	}, l.events("b-1"))
 
 	s := l.s.Jobs["s-1"]

@@ -92,16 +92,16 @@ func TestEventsRestartAndCancel(t *testing.T) {
 		"+5 Failed g-1-1-a0: replica 1 failed with exit code 2: boom",
 		"+5 Restarting: restarting: replica 1 failed with exit code 2: boom; stopping 1 task(s) first",
 		"+6 Stopped g-1-0-a0: replica 0 stopped (GangRestart) with exit code 143",
-		"+6 Requeued: pending again as attempt 1: restarting: replica 1 failed with exit code 2: boom",
+		"+6 Requeued: pending again as attempt 2: restarting: replica 1 failed with exit code 2: boom",
 		"+7 Cancelled: cancelled by u1",
 	}, l.events("g-1"))
-	assert.True(t, l.s.Jobs["g-1"].StartedAt.IsZero(), "attempt 1 never started")
+	assert.True(t, l.s.Jobs["g-1"].StartedAt.IsZero(), "its second attempt never started")
 	assert.Equal(t, t0.Add(7*time.Second), l.s.Jobs["g-1"].EndedAt)
 	ev := l.s.Events["g-1"].Events
 	require.NotNil(t, ev[6].ExitCode)
 	assert.Equal(t, 2, *ev[6].ExitCode)
 	assert.Equal(t, 0, ev[6].Attempt)
-	assert.Equal(t, 1, ev[10].Attempt, "the cancel is of attempt 1")
+	assert.Equal(t, 1, ev[10].Attempt, "the cancel is of its second attempt (1: counted from 0)")
 }
 
 // A preemption is recorded on both jobs, each naming the other, with the
@@ -122,7 +122,7 @@ func TestEventsPreemption(t *testing.T) {
 		"+10 Running: running: 1 replica(s) started",
 		"+110 Preempted: preempted by norm-1: stopping its tasks on n1, freeing cpu=96 memory=768Gi gpu/A=8, 800 GPU-seconds of its work lost unless it checkpointed",
 		"+120 Stopped low-1-0-a0: replica 0 stopped (Preempted) with exit code 143",
-		"+120 Requeued: pending again as attempt 1: Preempted",
+		"+120 Requeued: pending again as attempt 2: Preempted",
 	}, l.events("low-1"))
 	assert.Equal(t, []string{
 		"+100 Submitted: submitted by u1: normal priority, 1 replica(s) of gpu/A=8",

@@ -156,7 +156,8 @@ func TestPreflightRequeuesAreBounded(t *testing.T) {
 
 // In a gang, the failed replica's accelerators are quarantined (all of
 // them when atom could not say which), its sibling stops, and the gang is
-// requeued whole and placed on the other nodes.
+// requeued whole, which its events do not call a restart, and placed on
+// the other nodes.
 func TestPreflightRequeuesGang(t *testing.T) {
 	l := newLogged(t, st.G8("n1", "A"), st.G8("n2", "A"), st.G8("n3", "A"))
 	l.must(&state.JobSubmit{Job: job("m-1", st.NewJob("m", "u1").Low().MPI(2).GPU("A", 8)), Now: t0})
@@ -175,6 +176,12 @@ func TestPreflightRequeuesGang(t *testing.T) {
 	assert.Equal(t, "requeued: accelerators 0,1,2,3,4,5,6,7 of node "+string(bad.Node)+" failed preflight: gpu preflight failed: list: driver error", m.Reason)
 	assert.Equal(t, 1, m.Attempt)
 	assert.Zero(t, m.Preemptions)
+	var kinds []structs.EventType
+	for _, e := range l.s.Events["m-1"].Events {
+		kinds = append(kinds, e.Type)
+	}
+	assert.Equal(t, []structs.EventType{structs.EventSubmitted, structs.EventPlaced, structs.EventPlaced, structs.EventStarted, structs.EventStarted,
+		structs.EventRunning, structs.EventFailed, structs.EventQuarantined, structs.EventRequeuing, structs.EventStopped, structs.EventRequeued}, kinds)
 	l.cycle(t0)
 	var nodes []structs.NodeID
 	for _, tk := range l.s.TasksOf("m-1") {

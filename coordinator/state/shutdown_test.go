@@ -29,8 +29,9 @@ func (l *logged) shutdown(now time.Time, jobs ...structs.JobID) {
 
 // A coordinator shutting down stops the tasks it runs: a batch job (a
 // gang here, one replica still Scheduled) is Pending again as a new
-// attempt, not Failed, and its restarts are whole; a service's replica
-// is placed again without a back-off.
+// attempt, not Failed, its restarts are whole and its events say it is
+// requeued, not restarted; a service's replica is placed again without a
+// back-off.
 func TestShutdownRequeues(t *testing.T) {
 	l := newLogged(t, st.C64("c1"), st.C64("c2"))
 	l.must(&state.QuotaSet{Quota: &structs.Quota{Scope: "user:u1", Limits: structs.ResourceList{"cpu": 64000, "memory": 64 << 30}}})
@@ -62,9 +63,9 @@ func TestShutdownRequeues(t *testing.T) {
 		"+0 Placed b-1-1-0002: replica 1 placed on c1: cpu=1 memory=1Gi",
 		"+0 Started b-1-0-0001: replica 0 started on c1",
 		"+60 Stopped b-1-0-0001: replica 0 stopped: coordinator shutting down",
-		"+60 Restarting: requeued: stopped: coordinator shutting down; stopping 1 task(s) first",
+		"+60 Requeuing: stopped: coordinator shutting down; stopping 1 task(s) first, then pending again without using a restart",
 		"+60 Stopped b-1-1-0002: replica 1 stopped: coordinator shutting down",
-		"+60 Requeued: pending again as attempt 1: requeued: stopped: coordinator shutting down",
+		"+60 Requeued: pending again as attempt 2: stopped: coordinator shutting down",
 	}, l.events("b-1"))
 
 	s := l.s.Jobs["s-1"]

@@ -150,7 +150,7 @@ func (s *State) lostUnstarted(j *structs.Job, t *structs.Task, e structs.TaskEve
 	reason := fmt.Sprintf("requeued: replica %d was lost before it started%s", t.Index, suffix(e.Message))
 	s.putJob(j.ID, func(j *structs.Job) { j.LostUnstarted++; j.Reason = reason })
 	s.dropHeld(j.ID)
-	s.restart(j.ID, reason, e.Time)
+	s.restart(j.ID, reason, e.Time, false)
 	return true
 }
 
@@ -196,14 +196,17 @@ func (s *State) interrupted(j *structs.Job, t *structs.Task, e, end structs.Task
 		why := "requeued: " + why
 		s.putJob(j.ID, func(j *structs.Job) { j.Interrupted++; j.Reason = why })
 		s.dropHeld(j.ID)
-		s.restart(j.ID, why, e.Time)
+		s.restart(j.ID, why, e.Time, false)
 	}
 }
 
 // restart stops the live tasks of job id's current attempt (a gang
 // restart) so that it is requeued with reason once they have stopped
-// (afterStop); with none left to stop, it is requeued now.
-func (s *State) restart(id structs.JobID, reason string, now time.Time) {
+// (afterStop); with none left to stop, it is requeued now. Its event says
+// whether this uses one of the job's restarts (counted: its own failure,
+// Restarting) or not (a coordinator's shutdown or outage, a task lost
+// before it ran, a failed preflight: Requeuing, which says so).
+func (s *State) restart(id structs.JobID, reason string, now time.Time, counted bool) {
 	j := s.Jobs[id]
 	stopped := 0
 	for _, x := range s.TasksOf(id) {
@@ -212,11 +215,15 @@ func (s *State) restart(id structs.JobID, reason string, now time.Time) {
 			stopped++
 		}
 	}
+	kind, why, then := structs.EventRestarting, reason, ""
+	if !counted {
+		kind, why, then = structs.EventRequeuing, requeueWhy(reason), ", then pending again without using a restart"
+	}
 	switch {
 	case stopped > 0:
-		s.jobEvent(now, id, structs.EventRestarting, "%s; stopping %d task(s) first", reason, stopped)
+		s.jobEvent(now, id, kind, "%s; stopping %d task(s) first%s", why, stopped, then)
 	case s.holding(j):
-		s.jobEvent(now, id, structs.EventRestarting, "%s; once its stopping tasks have ended", reason)
+		s.jobEvent(now, id, kind, "%s; once its stopping tasks have ended%s", why, then)
 	default:
 		s.requeue(id, reason, now, false)
 	}
@@ -321,7 +328,13 @@ func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempte
 			j.Preemptions++
 		}
 	})
-	s.jobEvent(now, id, structs.EventRequeued, "pending again as attempt %d: %s", j.Attempt, reason)
+	s.jobEvent(now, id, structs.EventRequeued, "pending again as attempt %d: %s", structs.AttemptNumber(j.Attempt), requeueWhy(reason))
+}
+
+// requeueWhy is a requeue's reason as its events say it, without the
+// "requeued: " a job's reason starts with (the event's kind says so).
+func requeueWhy(reason string) string {
+	return strings.TrimPrefix(reason, "requeued: ")
 }
 
 // afterExit runs when a task ended on its own.
@@ -368,7 +381,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e structs.TaskEvent
 		j.BackoffUntil = e.Time.Add(structs.RestartBackoff(restarts + 1))
 	})
 	s.dropHeld(id)
-	s.restart(id, "restarting: "+why, e.Time)
+	s.restart(id, "restarting: "+why, e.Time, true)
 }
 
 // stoppedOutside is atom's report e of t's end after a SIGTERM the

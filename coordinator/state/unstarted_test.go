@@ -86,7 +86,8 @@ func TestLostBeforeStartIsBounded(t *testing.T) {
 }
 
 // In a gang, the siblings of a replica lost before it started stop, then
-// the gang is requeued whole; a service's lost replica is placed again.
+// the gang is requeued whole, and its events say so without claiming a
+// restart; a service's lost replica is placed again.
 func TestLostBeforeStartGangAndService(t *testing.T) {
 	l := newLogged(t, st.G8("n1", "A"), st.G8("n2", "A"), st.C64("c1"))
 	l.must(&state.JobSubmit{Job: job("m-1", st.NewJob("m", "u1").Low().MPI(2).GPU("A", 8)), Now: t0})
@@ -103,6 +104,17 @@ func TestLostBeforeStartGangAndService(t *testing.T) {
 	assert.Equal(t, structs.JobPending, m.State)
 	assert.Equal(t, 1, m.Attempt)
 	assert.Equal(t, "requeued: replica 1 was lost before it started: no heartbeat for 15s", m.Reason)
+	assert.Equal(t, 0, m.Restarts())
+	assert.Equal(t, []string{
+		"+0 Submitted: submitted by u1: low priority, 2 replica(s) of gpu/A=8",
+		"+0 Placed m-1-0-a0: replica 0 placed on n1: cpu=96 memory=768Gi gpu/A=8 (accelerators 0,1,2,3,4,5,6,7)",
+		"+0 Placed m-1-1-a0: replica 1 placed on n2: cpu=96 memory=768Gi gpu/A=8 (accelerators 0,1,2,3,4,5,6,7)",
+		"+0 Started m-1-0-a0: replica 0 started on n1",
+		"+0 Lost m-1-1-a0: replica 1 was lost: no heartbeat for 15s",
+		"+0 Requeuing: replica 1 was lost before it started: no heartbeat for 15s; stopping 1 task(s) first, then pending again without using a restart",
+		"+0 Stopped m-1-0-a0: replica 0 stopped (GangRestart) with exit code 143",
+		"+0 Requeued: pending again as attempt 2: replica 1 was lost before it started: no heartbeat for 15s",
+	}, l.events("m-1"))
 
 	first := l.live("s-1")
 	l.lost(first.ID)

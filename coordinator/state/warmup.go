@@ -142,5 +142,5 @@ func (s *State) warmUpFailed(j *structs.Job, cluster structs.ClusterID, msg stri
 		j.Reason = "restarting: " + why
 		j.BackoffUntil = now.Add(structs.RestartBackoff(restarts + 1))
 	})
-	s.restart(j.ID, "restarting: "+why, now)
+	s.restart(j.ID, "restarting: "+why, now, true)
 }

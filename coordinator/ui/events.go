@@ -34,7 +34,7 @@ func eventClass(t structs.EventType) string {
 	switch t {
 	case structs.EventFailed, structs.EventLost, structs.EventQuarantined:
 		return "ev-bad"
-	case structs.EventPreempted, structs.EventPreempting, structs.EventRequeued, structs.EventRestarting:
+	case structs.EventPreempted, structs.EventPreempting, structs.EventRequeued, structs.EventRequeuing, structs.EventRestarting:
 		return "ev-warn"
 	case structs.EventStarted, structs.EventRunning, structs.EventSucceeded:
 		return "ev-ok"

@@ -21,7 +21,8 @@ const (
 	EventStopped     EventType = "Stopped"     // task: ended after the coordinator asked it to stop
 	EventSucceeded   EventType = "Succeeded"   // task exited 0, or job succeeded
 	EventFailed      EventType = "Failed"      // task exited non-zero (ExitCode), or job failed (Message says why)
-	EventRestarting  EventType = "Restarting"  // job: a replica ended; it (or the whole job) is placed again
+	EventRestarting  EventType = "Restarting"  // job: a replica ended; it (or the whole job, using one of its restarts) is placed again
+	EventRequeuing   EventType = "Requeuing"   // job: stopped by no fault of its own (shutdown, outage, preflight); its tasks stop, then Requeued without using a restart
 	EventRequeued    EventType = "Requeued"    // job: Pending again with a new attempt
 	EventCancelled   EventType = "Cancelled"   // job cancelled
 	EventScaled      EventType = "Scaled"      // service: replica count changed
@@ -40,7 +41,8 @@ type Event struct {
 	Job     JobID     `json:"job"`
 	Type    EventType `json:"type"`
 	Message string    `json:"message"`
-	// Attempt is the job's attempt the event belongs to.
+	// Attempt is the job's attempt the event belongs to, from 0, as
+	// Job.Attempt counts it.
 	Attempt int `json:"attempt"`
 	// Task, Replica and Node name the task of a task event.
 	Task    TaskID `json:"task,omitempty"`

@@ -127,6 +127,11 @@ func (j *Job) Restarts() int {
 	return j.Attempt - j.Preemptions - j.PreflightFailures - j.LostUnstarted - j.Interrupted
 }
 
+// AttemptNumber is attempt a (Job.Attempt, Task.Attempt, Event.Attempt:
+// from 0) as people read and type it, counted from 1: the job's first run
+// is attempt 1, each requeue starts the next.
+func AttemptNumber(a int) int { return a + 1 }
+
 // RestartPolicy says what happens when a replica ends or is lost.
 type RestartPolicy string
 
@@ -211,12 +216,16 @@ type Job struct {
 	EndedAt   time.Time `json:"endedAt,omitzero"`
 	// FirstStartedAt is when the first of its tasks first started
 	// running, in any attempt; zero if none ever did. It is not reset.
-	FirstStartedAt time.Time    `json:"firstStartedAt,omitzero"`
-	Attempt        int          `json:"attempt"`
-	Preemptions    int          `json:"preemptions,omitempty"`
-	Shape          int          `json:"shape"` // index of the shape it runs (or last ran) with
-	ChargedScope   Scope        `json:"chargedScope,omitempty"`
-	Charged        ResourceList `json:"charged,omitempty"` // quota held now; empty when none
+	FirstStartedAt time.Time `json:"firstStartedAt,omitzero"`
+	// Attempt counts the job's requeues (restarts, preemptions, and those
+	// that were not its fault): 0 on its first attempt. People read it
+	// counted from 1 (AttemptNumber); the API's JSON, ATOM_ATTEMPT and a
+	// Spark executor's task ID (JOB-N-aATTEMPT) keep it from 0.
+	Attempt      int          `json:"attempt"`
+	Preemptions  int          `json:"preemptions,omitempty"`
+	Shape        int          `json:"shape"` // index of the shape it runs (or last ran) with
+	ChargedScope Scope        `json:"chargedScope,omitempty"`
+	Charged      ResourceList `json:"charged,omitempty"` // quota held now; empty when none
 	// PoolOnly is set when a normal job was accepted without public quota
 	// because its project has a pool: it may run only in that pool.
 	PoolOnly bool `json:"poolOnly,omitempty"`

@@ -54,8 +54,8 @@ func (m AccelMask) Indices() []int {
 type Task struct {
 	ID       TaskID    `json:"id"`
 	Job      JobID     `json:"job"`
-	Index    int       `json:"index"` // replica index, 0-based
-	Attempt  int       `json:"attempt"`
+	Index    int       `json:"index"`   // replica index, 0-based
+	Attempt  int       `json:"attempt"` // its job's attempt, from 0 (Job.Attempt)
 	Node     NodeID    `json:"node"`
 	Pool     PoolID    `json:"pool"`
 	Priority Priority  `json:"priority"`

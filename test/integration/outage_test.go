@@ -92,6 +92,6 @@ func TestDevOutageRequeues(t *testing.T) {
 	}
 	all := strings.Join(said, "\n")
 	assert.Contains(t, all, "Lost: replica 0 was lost: "+lostMsg)
-	assert.Contains(t, all, "Requeued: pending again as attempt 1: requeued: replica 0 was lost: "+lostMsg)
+	assert.Contains(t, all, "Requeued: pending again as attempt 2: replica 0 was lost: "+lostMsg)
 	assert.NoFileExists(t, report, "sent, then removed")
 }
