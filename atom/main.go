@@ -87,7 +87,7 @@ func allocFlags() []cli.Flag {
 		&cli.StringFlag{Name: "job", EnvVars: []string{"ATOM_JOB_ID"}, Usage: "the job's ID"},
 		&cli.IntFlag{Name: "replica", EnvVars: []string{"ATOM_REPLICA"}, Usage: "this task's replica index"},
 		&cli.IntFlag{Name: "replicas", EnvVars: []string{"ATOM_REPLICAS"}, Usage: "the job's replica count"},
-		&cli.IntFlag{Name: "attempt", EnvVars: []string{"ATOM_ATTEMPT"}, Usage: "the job's attempt, from 0"},
+		&cli.IntFlag{Name: "attempt", EnvVars: []string{"ATOM_ATTEMPT"}, Usage: "the job's requeues before this attempt: 0 on its first (job status shows it counted from 1)"},
 		&cli.StringFlag{Name: "kind", EnvVars: []string{"ATOM_JOB_KIND"}, Value: "command", Usage: "the job's kind: the job type that prepares the task"},
 		&cli.StringFlag{Name: "node", EnvVars: []string{"ATOM_NODE"}, Usage: "the node the task was placed on"},
 		&cli.BoolFlag{Name: "simulated-gpus", EnvVars: []string{"ATOM_SIMULATED_GPUS"}, Usage: "the node's accelerators are simulated (local backend): check the allocation against them, not NVML"},

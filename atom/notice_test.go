@@ -137,7 +137,7 @@ func TestPreemptNoticeExample(t *testing.T) {
 		return b.String()
 	}
 	require.Eventually(t, func() bool {
-		return strings.Contains(logs(), "attempt 0 resumes at step 0")
+		return strings.Contains(logs(), "attempt 1 resumes at step 0")
 	}, 20*time.Second, 50*time.Millisecond, "the job runs")
 	normal := submitSpec(t, c, map[string]any{"kind": "command", "name": "urgent", "command": []string{"true"},
 		"resources": map[string]any{"accelerators": map[string]any{"type": "V100", "count": 4}}})
@@ -145,7 +145,7 @@ func TestPreemptNoticeExample(t *testing.T) {
 	var out string
 	require.Eventually(t, func() bool {
 		out = logs()
-		return strings.Contains(out, "attempt 1 resumes")
+		return strings.Contains(out, "attempt 2 resumes")
 	}, 30*time.Second, 50*time.Millisecond, "the job is placed again once the preemptor ends")
 	b, err := os.ReadFile(filepath.Join(dir, "step"))
 	require.NoError(t, err)
@@ -153,7 +153,7 @@ func TestPreemptNoticeExample(t *testing.T) {
 	_, err = strconv.Atoi(step)
 	require.NoError(t, err, "the checkpoint is a step: %q", step)
 	assert.Contains(t, out, "checkpointed step "+step+", stopped by ", "it saw the notice while it ran: %s", out)
-	assert.Contains(t, out, "attempt 1 resumes at step "+step)
+	assert.Contains(t, out, "attempt 2 resumes at step "+step)
 	_, err = c.CancelJob(ctx, low)
 	require.NoError(t, err)
 }

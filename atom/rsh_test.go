@@ -51,7 +51,7 @@ func TestRshCommand(t *testing.T) {
 	assert.Equal(t, "atom rsh: host mpi-7-2-z (replica 2, Scheduled) has not reported a launch endpoint yet\n", out)
 	code, out = rsh(env, "mpi-7-9-q", "true")
 	assert.Equal(t, 255, code)
-	assert.Contains(t, out, "host mpi-7-9-q is not a live task of job mpi-7's attempt 1")
+	assert.Contains(t, out, "host mpi-7-9-q is not a live task of job mpi-7's attempt 2")
 	code, out = rsh([]string{"ATOM_COORDINATOR=" + coord.URL, "ATOM_TASK_ID=mpi-7-0-x", "ATOM_TOKEN=old"}, "mpi-7-1-y", "true")
 	assert.Equal(t, 255, code)
 	assert.Contains(t, out, "the token is not an allocation token")

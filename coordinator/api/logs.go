@@ -79,7 +79,7 @@ func (s *server) jobLogs(w http.ResponseWriter, r *http.Request, c caller) (int,
 	if len(tasks) == 0 {
 		attempt := ""
 		if js.Job.Attempt > 0 {
-			attempt = fmt.Sprintf(" in attempt %d", js.Job.Attempt)
+			attempt = fmt.Sprintf(" in attempt %d", structs.AttemptNumber(js.Job.Attempt))
 		}
 		fmt.Fprintf(w, "(no output: job %s has no task yet%s (%s); coordinator job why %s says why)\n", js.Job.ID, attempt, js.Job.State, js.Job.ID)
 		return 0, nil, nil

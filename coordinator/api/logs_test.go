@@ -23,6 +23,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
+	"github.com/atom-sched/atom/pkg/wire"
 )
 
 const logsToken = "logs-admin-token-0123456789"
@@ -168,11 +169,12 @@ func TestLogsUnderTheLimitUncut(t *testing.T) {
 }
 
 // TestLogsOfAJobWithNoTask: a job not placed yet has no output, and the
-// answer says so and where to look.
+// answer says so and where to look; once requeued, which attempt (counted
+// from 1) waits to be placed.
 func TestLogsOfAJobWithNoTask(t *testing.T) {
 	store := apitest.NewStore()
 	store.Load(t, apitest.Cluster)
-	s, err := structs.ParseJobSpec([]byte(`{kind: command, name: noisy, command: [run], resources: {cpu: "1", memory: 1Gi}}`))
+	s, err := structs.ParseJobSpec([]byte(`{kind: command, name: noisy, command: [run], restartPolicy: OnFailure, resources: {cpu: "1", memory: 1Gi}}`))
 	require.NoError(t, err)
 	j, err := s.ToJob("u1")
 	require.NoError(t, err)
@@ -184,6 +186,13 @@ func TestLogsOfAJobWithNoTask(t *testing.T) {
 		Logs: func(structs.TaskID, bool) (io.ReadCloser, error) { return nil, fs.ErrNotExist }}))
 	t.Cleanup(srv.Close)
 	assert.Equal(t, "(no output: job noisy-1 has no task yet (Pending); coordinator job why noisy-1 says why)\n", getLogs(t, srv, ""))
+
+	store.Schedule(t, apitest.T0)
+	store.Report(t, "noisy-1-0-a0", structs.TaskRunning, apitest.T0)
+	store.Report(t, "noisy-1-0-a0", structs.TaskFailed, apitest.T0)
+	require.Equal(t, structs.JobPending, store.Job("noisy-1").State)
+	assert.Equal(t, "(no output: job noisy-1 has no task yet in attempt 2 (Pending); coordinator job why noisy-1 says why)\n"+
+		wire.HiddenTasksNote(1, "noisy-1")+"\n", getLogs(t, srv, ""))
 }
 
 // TestLogsCurrentAttempt: by default the logs are the current attempt's

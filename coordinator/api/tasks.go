@@ -185,7 +185,7 @@ func stale(j *structs.Job, t *structs.Task, what string) error {
 	case !t.State.HoldsResources():
 		return errorf(http.StatusForbidden, "%s %s has ended (%s): only live tasks of job %s's current attempt may look up peers", what, t.ID, t.State, j.ID)
 	case t.Attempt != j.Attempt:
-		return errorf(http.StatusForbidden, "%s %s belongs to attempt %d of job %s, which is now at attempt %d: nothing from an earlier attempt is reused", what, t.ID, t.Attempt, j.ID, j.Attempt)
+		return errorf(http.StatusForbidden, "%s %s belongs to attempt %d of job %s, which is now at attempt %d: nothing from an earlier attempt is reused", what, t.ID, structs.AttemptNumber(t.Attempt), j.ID, structs.AttemptNumber(j.Attempt))
 	}
 	return nil
 }

@@ -108,11 +108,11 @@ func TestJobCommands(t *testing.T) {
 		"Image:      registry.local/web:1\n"+
 		"Command:    serve --port 8080\n"+
 		"Submitted:  2026-03-01 09:00:00 (3m12s ago)\n"+
-		"Attempt:    0\n"+
+		"Attempt:    1\n"+
 		"\n"+
 		"TASK            INDEX  ATTEMPT  NODE  STATE      RESOURCES                      STARTED  ENDED  DURATION\n"+
-		"web-00001-0-a0  0      0        g1    Scheduled  cpu=12 memory=96Gi gpu/A100=1  -        -      -\n"+
-		"web-00001-1-a0  1      0        g1    Scheduled  cpu=12 memory=96Gi gpu/A100=1  -        -      -\n",
+		"web-00001-0-a0  0      1        g1    Scheduled  cpu=12 memory=96Gi gpu/A100=1  -        -      -\n"+
+		"web-00001-1-a0  1      1        g1    Scheduled  cpu=12 memory=96Gi gpu/A100=1  -        -      -\n",
 		out)
 	out = must(t, e, "u1", "job", "status", "-o", "yaml", "web-00001")
 	var js wire.JobStatus

@@ -64,7 +64,7 @@ func TestRestartedJobDuration(t *testing.T) {
 	require.Equal(t, structs.JobPending, e.Store.Job("mpi-1").State)
 	status := must(t, e, "u1", "job", "status", "mpi-1")
 	assert.Contains(t, status, "Started:")
-	assert.Contains(t, status, when(t0.Add(time.Minute))+" (attempt 1 not started yet)")
+	assert.Contains(t, status, when(t0.Add(time.Minute))+" (attempt 2 not started yet)")
 
 	require.Equal(t, []structs.JobID{"mpi-1"}, e.Store.Schedule(t, t0.Add(20*time.Minute)).Placed)
 	tasks := e.Store.Tasks("mpi-1")
@@ -78,6 +78,6 @@ func TestRestartedJobDuration(t *testing.T) {
 	f := strings.Fields(list[1])
 	assert.Equal(t, "30m", f[len(f)-1])
 	status = must(t, e, "u1", "job", "status", "mpi-1")
-	assert.Regexp(t, `Started:\s+`+when(t0.Add(time.Minute))+` \(attempt 1 started `+when(t0.Add(21*time.Minute))+`\)`, status)
+	assert.Regexp(t, `Started:\s+`+when(t0.Add(time.Minute))+` \(attempt 2 started `+when(t0.Add(21*time.Minute))+`\)`, status)
 	assert.Regexp(t, `Duration:\s+30m\n`, status)
 }

@@ -88,7 +88,7 @@ func printEvents(w io.Writer, l *wire.EventList) {
 	}
 	for _, e := range l.Events {
 		if l.Job != "" {
-			row(tw, when(e.Time), e.Type, e.Attempt, e.Message)
+			row(tw, when(e.Time), e.Type, structs.AttemptNumber(e.Attempt), e.Message)
 		} else {
 			row(tw, when(e.Time), e.Job, e.Type, e.Message)
 		}

@@ -22,11 +22,11 @@ func TestEventsCommands(t *testing.T) {
 
 	assert.Equal(t, ""+
 		"TIME                 EVENT      ATTEMPT  MESSAGE\n"+
-		"2026-03-01 09:00:00  Submitted  0        submitted by u1: low priority, 1 replica(s) of cpu=1 memory=1Gi\n"+
-		"2026-03-01 09:00:00  Placed     0        replica 0 placed on c1: cpu=1 memory=1Gi\n"+
-		"2026-03-01 09:00:00  Started    0        replica 0 started on c1\n"+
-		"2026-03-01 09:00:00  Running    0        running: 1 replica(s) started\n"+
-		"2026-03-01 09:00:00  Cancelled  0        cancelled by u1; stopping 1 task(s)\n",
+		"2026-03-01 09:00:00  Submitted  1        submitted by u1: low priority, 1 replica(s) of cpu=1 memory=1Gi\n"+
+		"2026-03-01 09:00:00  Placed     1        replica 0 placed on c1: cpu=1 memory=1Gi\n"+
+		"2026-03-01 09:00:00  Started    1        replica 0 started on c1\n"+
+		"2026-03-01 09:00:00  Running    1        running: 1 replica(s) started\n"+
+		"2026-03-01 09:00:00  Cancelled  1        cancelled by u1; stopping 1 task(s)\n",
 		must(t, e, "u1", "job", "events", "batch-00001"))
 	var l wire.EventList
 	require.NoError(t, json.Unmarshal([]byte(must(t, e, "u1", "job", "events", "-o", "json", "batch-00001")), &l))
@@ -75,8 +75,8 @@ func TestTimeColumns(t *testing.T) {
 		"Duration:   3m2s\n")
 	assert.Contains(t, out, ""+
 		"TASK            INDEX  ATTEMPT  NODE  STATE               RESOURCES         STARTED              ENDED                DURATION\n"+
-		"two-00001-0-a0  0      0        c1    Running             cpu=1 memory=1Gi  2026-03-01 09:00:10  -                    3m2s\n"+
-		"two-00001-1-a0  1      0        c1    Succeeded (exit 0)  cpu=1 memory=1Gi  2026-03-01 09:00:10  2026-03-01 09:01:10  60s\n")
+		"two-00001-0-a0  0      1        c1    Running             cpu=1 memory=1Gi  2026-03-01 09:00:10  -                    3m2s\n"+
+		"two-00001-1-a0  1      1        c1    Succeeded (exit 0)  cpu=1 memory=1Gi  2026-03-01 09:00:10  2026-03-01 09:01:10  60s\n")
 
 	out = must(t, e, "u1", "job", "status", "-o", "json", "two-00001")
 	assert.Contains(t, out, `"pendingTimeout": "30m"`)
@@ -103,12 +103,12 @@ func TestJobEventsInTheOrderTheyHappened(t *testing.T) {
 
 	assert.Equal(t, ""+
 		"TIME                 EVENT      ATTEMPT  MESSAGE\n"+
-		"2026-03-01 09:00:00  Submitted  0        submitted by u1: low priority, 2 replica(s) of cpu=1 memory=1Gi\n"+
-		"2026-03-01 09:00:00  Placed     0        replica 0 placed on c1: cpu=1 memory=1Gi\n"+
-		"2026-03-01 09:00:00  Placed     0        replica 1 placed on c1: cpu=1 memory=1Gi\n"+
-		"2026-03-01 09:00:05  Started    0        replica 1 started on c1\n"+
-		"2026-03-01 09:00:10  Started    0        replica 0 started on c1\n"+
-		"2026-03-01 09:00:10  Running    0        running: 2 replica(s) started\n",
+		"2026-03-01 09:00:00  Submitted  1        submitted by u1: low priority, 2 replica(s) of cpu=1 memory=1Gi\n"+
+		"2026-03-01 09:00:00  Placed     1        replica 0 placed on c1: cpu=1 memory=1Gi\n"+
+		"2026-03-01 09:00:00  Placed     1        replica 1 placed on c1: cpu=1 memory=1Gi\n"+
+		"2026-03-01 09:00:05  Started    1        replica 1 started on c1\n"+
+		"2026-03-01 09:00:10  Started    1        replica 0 started on c1\n"+
+		"2026-03-01 09:00:10  Running    1        running: 2 replica(s) started\n",
 		must(t, e, "u1", "job", "events", "pair-00001"))
 	var l wire.EventList
 	require.NoError(t, json.Unmarshal([]byte(must(t, e, "u1", "job", "events", "-o", "json", "pair-00001")), &l))

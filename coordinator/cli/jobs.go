@@ -315,7 +315,7 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 	if d := jobDuration(j); d != "-" {
 		kv("Duration", d)
 	}
-	kv("Attempt", j.Attempt)
+	kv("Attempt", structs.AttemptNumber(j.Attempt))
 	if j.ReplicaRestarts > 0 {
 		restarts := fmt.Sprintf("%d replica(s) placed again", j.ReplicaRestarts)
 		if !j.BackoffUntil.IsZero() && time.Now().Before(j.BackoffUntil) {
@@ -360,7 +360,7 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 		if t.Executor != "" {
 			index = "executor " + t.Executor // a spark job's, by its Pod
 		}
-		cells := []any{t.ID, index, t.Attempt, t.Node, cell(taskState(t)), t.Resources, when(t.StartedAt), when(t.EndedAt), span(t.StartedAt, t.EndedAt)}
+		cells := []any{t.ID, index, structs.AttemptNumber(t.Attempt), t.Node, cell(taskState(t)), t.Resources, when(t.StartedAt), when(t.EndedAt), span(t.StartedAt, t.EndedAt)}
 		if versions {
 			cells = append(cells, taskConfigs(t))
 		}

@@ -45,11 +45,11 @@ func startedLine(j *structs.Job) string {
 	case first.IsZero():
 		return ""
 	case !j.StartedAt.IsZero() && !j.StartedAt.Equal(first):
-		return fmt.Sprintf("%s (attempt %d started %s)", when(first), j.Attempt, when(j.StartedAt))
+		return fmt.Sprintf("%s (attempt %d started %s)", when(first), structs.AttemptNumber(j.Attempt), when(j.StartedAt))
 	case j.StartedAt.IsZero() && j.State.Ended():
-		return fmt.Sprintf("%s (attempt %d never started)", when(first), j.Attempt)
+		return fmt.Sprintf("%s (attempt %d never started)", when(first), structs.AttemptNumber(j.Attempt))
 	case j.StartedAt.IsZero():
-		return fmt.Sprintf("%s (attempt %d not started yet)", when(first), j.Attempt)
+		return fmt.Sprintf("%s (attempt %d not started yet)", when(first), structs.AttemptNumber(j.Attempt))
 	}
 	return when(first)
 }

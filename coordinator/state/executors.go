@@ -53,7 +53,7 @@ func (c *ExecutorAdd) apply(s *State) (any, error) {
 	d := s.Tasks[c.Driver]
 	if d == nil || d.Job != j.ID || d.Executor != "" || d.Attempt != j.Attempt ||
 		(d.State != structs.TaskScheduled && d.State != structs.TaskRunning) {
-		return nil, invalidf("executor pod %s: task %s is not the live driver of job %s's attempt %d", c.Pod, c.Driver, j.ID, j.Attempt)
+		return nil, invalidf("executor pod %s: task %s is not the live driver of job %s's attempt %d", c.Pod, c.Driver, j.ID, structs.AttemptNumber(j.Attempt))
 	}
 	live, next := 0, j.Replicas
 	for _, t := range s.TasksOf(j.ID) {

@@ -153,7 +153,7 @@ func TestSparkExecutorsRestart(t *testing.T) {
 	_, err = l.do(&state.ExecutorAdd{Job: "s-1", Driver: old.ID, Pod: "c", Node: "c1", Pool: structs.PublicPool,
 		Resources: structs.Resources{MilliCPU: 4000, Memory: 9 * st.Gi}, Token: "t", Now: t0})
 	require.ErrorIs(t, err, state.ErrInvalid)
-	assert.ErrorContains(t, err, "is not the live driver of job s-1's attempt 1")
+	assert.ErrorContains(t, err, "is not the live driver of job s-1's attempt 2")
 	id, err := l.executor("s-1", "c", t0)
 	require.NoError(t, err)
 	assert.Equal(t, structs.TaskID("s-1-1-a1"), id)

@@ -13,7 +13,8 @@ import (
 )
 
 // The Jobs page's Duration of a job that failed, restarted and then
-// succeeded runs from its first start to its end, as job list's DURATION.
+// succeeded runs from its first start to its end, as job list's DURATION;
+// its page counts its attempts from 1, as the CLI does.
 func TestJobsDurationFromTheFirstStart(t *testing.T) {
 	e := newEnv(t, apitest.Cluster)
 	id := e.submit(t, "u1", "mpi-1", `{kind: command, name: mpi, restartPolicy: OnFailure, command: [run], resources: {cpu: "1", memory: 1Gi}}`)
@@ -32,4 +33,10 @@ func TestJobsDurationFromTheFirstStart(t *testing.T) {
 	row := regexp.MustCompile(`(?s)mpi-1</a>.*?</tr>`).FindString(body)
 	require.NotEmpty(t, row, body)
 	assert.Regexp(t, `<td class="num">30m00s</td>\s*</tr>`, row, "not 10m00s, the last attempt alone")
+
+	body = e.page(t, "u1", "/ui/jobs/"+string(id))
+	assert.Contains(t, body, "<dt>Attempt</dt><dd>2</dd>")
+	for task, attempt := range map[structs.TaskID]string{first: "1", last: "2"} {
+		assert.Regexp(t, `<td>`+regexp.QuoteMeta(string(task))+`</td><td>0</td><td class="num">`+attempt+`</td>`, body)
+	}
 }

@@ -137,7 +137,7 @@ func jobFields(j *structs.Job, now time.Time) []field {
 	if j.State == structs.JobPending {
 		f = append(f, field{"Waiting", ago(pendingSince(j), now)})
 	}
-	f = append(f, field{"Attempt", strconv.Itoa(j.Attempt)})
+	f = append(f, field{"Attempt", strconv.Itoa(structs.AttemptNumber(j.Attempt))})
 	if j.Preemptions > 0 {
 		f = append(f, field{"Preemptions", strconv.Itoa(j.Preemptions)})
 	}
@@ -161,7 +161,7 @@ func jobFields(j *structs.Job, now time.Time) []field {
 
 func newTaskRow(t *structs.Task, j *structs.Job, now time.Time) taskRow {
 	row := taskRow{ID: string(t.ID), Node: string(t.Node), State: taskStateText(t), StateClass: taskStateClass(t),
-		Replica: strconv.Itoa(t.Index), Attempt: t.Attempt, Started: stamp(t.StartedAt),
+		Replica: strconv.Itoa(t.Index), Attempt: structs.AttemptNumber(t.Attempt), Started: stamp(t.StartedAt),
 		Current: t.Attempt == j.Attempt, Live: t.State.HoldsResources()}
 	if t.Executor != "" {
 		row.Replica = "executor " + t.Executor

@@ -54,7 +54,7 @@ type Task struct {
 	Job, ID, Kind string
 	Replica       int
 	Replicas      int
-	Attempt       int
+	Attempt       int // the job's requeues before this attempt: 0 on its first (ATOM_ATTEMPT)
 	// Command is the job's command and args (atom run -- CMD ARGS).
 	Command []string
 	// Env is atom's environment, which the job inherits.

@@ -162,7 +162,7 @@ type HeartbeatResponse struct {
 // mpirun's.
 type PeerList struct {
 	Job     structs.JobID `json:"job"`
-	Attempt int           `json:"attempt"`
+	Attempt int           `json:"attempt"` // from 0, as structs.Job's
 	Peers   []Peer        `json:"peers"`
 }
 

@@ -149,7 +149,7 @@ func (j JobType) waitForWorkers(ctx context.Context, t plugin.Task, timeout time
 		pl, err := servers[n%len(servers)].Peers(ctx, structs.TaskID(t.ID), t.Token)
 		if err == nil {
 			if pl.Attempt != t.Attempt {
-				return nil, fmt.Errorf("the job moved on to attempt %d; this launcher belongs to attempt %d", pl.Attempt, t.Attempt)
+				return nil, fmt.Errorf("the job moved on to attempt %d; this launcher belongs to attempt %d", structs.AttemptNumber(pl.Attempt), structs.AttemptNumber(t.Attempt))
 			}
 			var ready []wire.Peer
 			if ready, missing = readyWorkers(pl.Peers, t.Replicas); missing == "" {

@@ -520,7 +520,7 @@ resources: {cpu: "8", memory: 64Gi, accelerators: {type: A100, count: 6}}
 	if !wasOn {
 		return fmt.Errorf("%s runs on %s, where %s was not", id, evalNode, jobFill)
 	}
-	d.ok("%s runs on %s; %s was preempted (its tasks stopped: Preempted) and is Pending again, attempt %d", id, evalNode, fill.Job.ID, fill.Job.Attempt)
+	d.ok("%s runs on %s; %s was preempted (its tasks stopped: Preempted) and is Pending again, attempt %d", id, evalNode, fill.Job.ID, structs.AttemptNumber(fill.Job.Attempt))
 	if _, err := d.mustRun(ctx, "alice", "job", "status", string(fill.Job.ID)); err != nil {
 		return err
 	}
@@ -761,7 +761,7 @@ func (d *demo) finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.ok("%s Succeeded; %s runs again (attempt %d, preempted %d time)", eval.Job.ID, fill.Job.ID, fill.Job.Attempt, fill.Job.Preemptions)
+	d.ok("%s Succeeded; %s runs again (attempt %d, preempted %d time)", eval.Job.ID, fill.Job.ID, structs.AttemptNumber(fill.Job.Attempt), fill.Job.Preemptions)
 	if _, err := d.mustRun(ctx, admin, "job", "list"); err != nil {
 		return err
 	}
@@ -784,7 +784,7 @@ func (d *demo) finish(ctx context.Context) error {
 		}
 		note := ""
 		if js.Job.Preemptions > 0 {
-			note = fmt.Sprintf(" (preempted %d time, attempt %d)", js.Job.Preemptions, js.Job.Attempt)
+			note = fmt.Sprintf(" (preempted %d time, attempt %d)", js.Job.Preemptions, structs.AttemptNumber(js.Job.Attempt))
 		}
 		fmt.Fprintf(d.out, "  %-10s %-18s %s%s\n", name, js.Job.ID, js.Job.State, note)
 		if js.Job.State != want6[name] {

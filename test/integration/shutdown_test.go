@@ -221,4 +221,16 @@ func TestDevInterruptRequeues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, b.Job.Attempt, "the batch job runs as its second attempt")
 	assert.Zero(t, b.Job.Restarts(), "not a restart")
+	ev, err := c.JobEvents(ctx, batch, client.EventQuery{})
+	require.NoError(t, err)
+	var kinds []structs.EventType
+	for _, e := range ev.Events {
+		kinds = append(kinds, e.Type)
+		if e.Type == structs.EventRequeued {
+			assert.Equal(t, "pending again as attempt 2: "+structs.ShutdownMessage, e.Message)
+		}
+	}
+	assert.Equal(t, []structs.EventType{structs.EventSubmitted, structs.EventPlaced, structs.EventStarted, structs.EventRunning,
+		structs.EventStopped, structs.EventRequeued, structs.EventPlaced, structs.EventStarted, structs.EventRunning}, kinds,
+		"stopped and requeued, not restarted")
 }

@@ -126,5 +126,5 @@ func Resolve(ctx context.Context, pl PeerLister, self structs.TaskID, token, hos
 	for i, p := range l.Peers {
 		ids[i] = string(p.Task)
 	}
-	return "", fmt.Errorf("host %s is not a live task of job %s's attempt %d: its tasks are %s", host, l.Job, l.Attempt, strings.Join(ids, ", "))
+	return "", fmt.Errorf("host %s is not a live task of job %s's attempt %d: its tasks are %s", host, l.Job, structs.AttemptNumber(l.Attempt), strings.Join(ids, ", "))
 }

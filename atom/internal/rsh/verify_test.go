@@ -26,7 +26,7 @@ func (f *fakePeers) Peers(_ context.Context, id structs.TaskID, tok string) (*wi
 	defer f.mu.Unlock()
 	f.calls++
 	if id != "j-1-x" || tok != good {
-		return nil, &client.Error{Status: 403, Message: "task j-0-a belongs to attempt 0 of job j, which is now at attempt 1"}
+		return nil, &client.Error{Status: 403, Message: "task j-0-a belongs to attempt 1 of job j, which is now at attempt 2"}
 	}
 	return &wire.PeerList{Job: "j", Attempt: 1, Peers: []wire.Peer{
 		{Task: "j-0-y", Index: 0, State: structs.TaskRunning, Endpoint: "10.0.0.1:7070"},
@@ -49,7 +49,7 @@ func TestPeerVerifier(t *testing.T) {
 
 	err := v.Verify(ctx, "old")
 	require.Error(t, err)
-	assert.Equal(t, "the coordinator does not accept the token for task j-1-x's job: task j-0-a belongs to attempt 0 of job j, which is now at attempt 1", err.Error())
+	assert.Equal(t, "the coordinator does not accept the token for task j-1-x's job: task j-0-a belongs to attempt 1 of job j, which is now at attempt 2", err.Error())
 	assert.Error(t, v.Verify(ctx, "old"))
 	assert.Equal(t, 4, f.calls, "refusals are not remembered")
 
@@ -68,7 +68,7 @@ func TestResolve(t *testing.T) {
 	_, err = rsh.Resolve(ctx, &fakePeers{}, "j-1-x", good, "j-1-x")
 	assert.EqualError(t, err, "host j-1-x (replica 1, Scheduled) has not reported a launch endpoint yet")
 	_, err = rsh.Resolve(ctx, &fakePeers{}, "j-1-x", good, "j-2-old")
-	assert.EqualError(t, err, "host j-2-old is not a live task of job j's attempt 1: its tasks are j-0-y, j-1-x")
+	assert.EqualError(t, err, "host j-2-old is not a live task of job j's attempt 2: its tasks are j-0-y, j-1-x")
 	_, err = rsh.Resolve(ctx, &fakePeers{}, "j-1-x", "old", "j-0-y")
-	assert.ErrorContains(t, err, "look up host j-0-y: task j-0-a belongs to attempt 0")
+	assert.ErrorContains(t, err, "look up host j-0-y: task j-0-a belongs to attempt 1")
 }
