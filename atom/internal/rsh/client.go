@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -42,14 +43,7 @@ func Launch(ctx context.Context, endpoint, token string, req Request, stdout, st
 	if err != nil {
 		return 0, err
 	}
-	url := "http://" + endpoint + LaunchPath
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, fmt.Errorf("launch on %s: %w", endpoint, err)
-	}
-	hr.Header.Set("Authorization", "Bearer "+token)
-	hr.Header.Set("Content-Type", "application/json")
-	resp, err := transport.RoundTrip(hr)
+	resp, err := send(ctx, endpoint, token, body)
 	if err != nil {
 		return 0, fmt.Errorf("launch on %s: %w", endpoint, err)
 	}
@@ -99,4 +93,39 @@ func errorBody(resp *http.Response) string {
 		return fmt.Sprintf("%d %s", resp.StatusCode, e.Error)
 	}
 	return fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+}
+
+// RefusedWindow is how long a launch keeps trying a peer that refuses the
+// connection: a peer listed Running (its container started) may not have
+// its launch server listening yet. A refused connection delivered
+// nothing, so trying again cannot run the command twice.
+const RefusedWindow = 30 * time.Second
+
+// send posts body to endpoint's launch server and returns its answer,
+// trying again while the connection is refused, for RefusedWindow or
+// until ctx's deadline, whichever comes first.
+func send(ctx context.Context, endpoint, token string, body []byte) (*http.Response, error) {
+	deadline := time.Now().Add(RefusedWindow)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	delay := 50 * time.Millisecond
+	for {
+		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+endpoint+LaunchPath, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		hr.Header.Set("Authorization", "Bearer "+token)
+		hr.Header.Set("Content-Type", "application/json")
+		resp, err := transport.RoundTrip(hr)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().Add(delay).After(deadline) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
 }

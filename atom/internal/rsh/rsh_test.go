@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -225,8 +227,49 @@ func TestUnreachable(t *testing.T) {
 	s := newServer(t, rsh.Config{})
 	addr := s.Addr()
 	require.NoError(t, s.Close())
-	_, err := rsh.Run(context.Background(), addr, good, []string{"true"}, io.Discard, io.Discard)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := rsh.Run(ctx, addr, good, []string{"true"}, io.Discard, io.Discard)
 	assert.ErrorContains(t, err, "launch on "+addr)
+}
+
+// A peer whose launch server is not listening yet (its container has just
+// started) is tried again until it is: the command runs once.
+func TestRefusedUntilListening(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	out := filepath.Join(t.TempDir(), "ran")
+	done := make(chan error, 1)
+	go func() {
+		var o bytes.Buffer
+		code, err := rsh.Run(context.Background(), addr, good, []string{"echo x >> " + out + "; echo hi"}, &o, io.Discard)
+		if err == nil && (code != 0 || o.String() != "hi\n") {
+			err = fmt.Errorf("exit %d, output %q", code, o.String())
+		}
+		done <- err
+	}()
+	// The launch has been refused at least once before the server listens.
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("launch ended before the server listened: %v", err)
+	default:
+	}
+	s := rsh.New(rsh.Config{Verify: verify})
+	require.NoError(t, s.Listen(addr))
+	t.Cleanup(func() { _ = s.Close() })
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(rsh.RefusedWindow):
+		t.Fatal("the launch never reached the server once it listened")
+	}
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "x\n", string(b), "the command ran once")
 }
 
 // The answer's header comes as soon as the command has started, before
