@@ -62,20 +62,10 @@ func (b *stuckBackend) starting() bool {
 
 // A Start that does not return holds up nobody else's: jobs placed after
 // it start while it hangs. The stuck task's Stop waits for its Start to
-// return (a Pod deleted before it was created would run on), and Drain
-// returns only once the backend has returned from both.
+// return (a Pod deleted before it was created would run on).
 func TestStuckStartHoldsUpNoOtherTask(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 1, nil)
-	b := &stuckBackend{fakeBackend: &fakeBackend{started: map[structs.TaskID]string{}, stopped: map[structs.TaskID]time.Duration{}},
-		job: "a-1", release: make(chan struct{})}
-	t.Cleanup(b.free)
-	l := c.leader()
-	l.SetBackend(b)
-	c.seed(st.C64("c1"))
-
-	c.apply(&state.JobSubmit{RequestID: "a", Job: cpuJob("a", 1), Now: time.Now()})
-	require.Eventually(t, b.starting, waitFor, tick, "a's Start never began")
+	c, l, b := stuckStart(t)
 	stuck, _ := tasksOf(l, "a-1")
 	require.Len(t, stuck, 1)
 
@@ -109,15 +99,7 @@ func TestStuckStartHoldsUpNoOtherTask(t *testing.T) {
 // handed to it: the tasks its caller then stops are all there are.
 func TestDrainWaitsForStarts(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t, 1, nil)
-	b := &stuckBackend{fakeBackend: &fakeBackend{started: map[structs.TaskID]string{}, stopped: map[structs.TaskID]time.Duration{}},
-		job: "a-1", release: make(chan struct{})}
-	t.Cleanup(b.free)
-	l := c.leader()
-	l.SetBackend(b)
-	c.seed(st.C64("c1"))
-	c.apply(&state.JobSubmit{RequestID: "a", Job: cpuJob("a", 1), Now: time.Now()})
-	require.Eventually(t, b.starting, waitFor, tick, "a's Start never began")
+	_, l, b := stuckStart(t)
 
 	drained := make(chan struct{})
 	go func() { l.Drain(); close(drained) }()
@@ -135,6 +117,22 @@ func TestDrainWaitsForStarts(t *testing.T) {
 	tasks, _ := tasksOf(l, "a-1")
 	_, started, _, _ := b.seen(tasks[0].ID)
 	assert.True(t, started)
+}
+
+// stuckStart starts a one-server cluster whose backend's Start of job
+// a-1 hangs, submits a-1 and returns once that Start has begun.
+func stuckStart(t *testing.T) (*cluster, *server.Server, *stuckBackend) {
+	t.Helper()
+	c := newCluster(t, 1, nil)
+	b := &stuckBackend{fakeBackend: &fakeBackend{started: map[structs.TaskID]string{}, stopped: map[structs.TaskID]time.Duration{}},
+		job: "a-1", release: make(chan struct{})}
+	t.Cleanup(b.free)
+	l := c.leader()
+	l.SetBackend(b)
+	c.seed(st.C64("c1"))
+	c.apply(&state.JobSubmit{RequestID: "a", Job: cpuJob("a", 1), Now: time.Now()})
+	require.Eventually(t, b.starting, waitFor, tick, "a's Start never began")
+	return c, l, b
 }
 
 // started reports whether job id has one task and b started it.

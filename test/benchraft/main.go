@@ -216,6 +216,23 @@ func startCluster(dir string, n int) ([]*server.Server, error) {
 	return srv, err
 }
 
+// seededCluster starts three servers with -nodes nodes, scheduling paused
+// or not.
+func seededCluster(dir string, paused bool) ([]*server.Server, error) {
+	srv, err := startCluster(dir, 3)
+	if err != nil {
+		return nil, err
+	}
+	if err := seed(srv, *flagNodes); err != nil {
+		shutdown(srv)
+		return nil, err
+	}
+	for _, s := range srv {
+		s.PauseScheduling(paused)
+	}
+	return srv, nil
+}
+
 func shutdown(srv []*server.Server) {
 	for _, s := range srv {
 		_ = s.Shutdown()
@@ -262,17 +279,11 @@ func job(prefix string, i int) *structs.Job {
 // throughput submits -jobs with scheduling paused, then resumes it and
 // times the leader committing their placements.
 func throughput(dir string) (float64, error) {
-	srv, err := startCluster(dir, 3)
+	srv, err := seededCluster(dir, true)
 	if err != nil {
 		return 0, err
 	}
 	defer shutdown(srv)
-	if err := seed(srv, *flagNodes); err != nil {
-		return 0, err
-	}
-	for _, s := range srv {
-		s.PauseScheduling(true)
-	}
 
 	// 1. Bulk submission (also timed: JobSubmit admission builds a world
 	// over the whole state on every apply).
@@ -463,17 +474,11 @@ func index(s *server.Server) uint64 {
 // to a fresh cluster: a commit with nothing else to do, the least one
 // takes on this machine with these servers. It returns the p99 in ms.
 func commitAlone(dir string) (float64, error) {
-	srv, err := startCluster(dir, 3)
+	srv, err := seededCluster(dir, true)
 	if err != nil {
 		return 0, err
 	}
 	defer shutdown(srv)
-	if err := seed(srv, *flagNodes); err != nil {
-		return 0, err
-	}
-	for _, s := range srv {
-		s.PauseScheduling(true)
-	}
 	lat := make([]time.Duration, *flagAlone)
 	for i := range lat {
 		t := time.Now()
@@ -490,17 +495,11 @@ func commitAlone(dir string) (float64, error) {
 // latency offers JobSubmits at -rate per second for -duration, open loop,
 // and returns the p99 from Apply call to applied on the leader, in ms.
 func latency(dir string) (float64, error) {
-	srv, err := startCluster(dir, 3)
+	srv, err := seededCluster(dir, *flagPauseLat)
 	if err != nil {
 		return 0, err
 	}
 	defer shutdown(srv)
-	if err := seed(srv, *flagNodes); err != nil {
-		return 0, err
-	}
-	for _, s := range srv {
-		s.PauseScheduling(*flagPauseLat)
-	}
 	n := int(float64(*flagRate) * flagDuration.Seconds())
 	lat := make([]time.Duration, n)
 	errs := make(chan error, n)
