@@ -138,7 +138,7 @@ func TestSparkExecutorPodConstraints(t *testing.T) {
 	assert.Equal(t, map[string]structs.Resources{"geo-exec-hdd": {MilliCPU: 2000, Memory: 3 << 30}, "geo-exec-ssd": {MilliCPU: 500, Memory: 1 << 30}},
 		held, "held at what each Pod asks")
 	out := co.cli(t, "job", "status", string(id))
-	assert.Regexp(t, `executor geo-exec-hdd +0 +cpu-2 +Running +cpu=2 memory=3Gi`, out)
+	assert.Regexp(t, `executor geo-exec-hdd +1 +cpu-2 +Running +cpu=2 memory=3Gi`, out)
 	q, err := co.Quota(ctx, "user:dev")
 	require.NoError(t, err)
 	assert.Equal(t, structs.ResourceList{structs.KeyCPU: 18000, structs.KeyMemory: 40 << 30}, q.Usage, "the job's charge is unchanged")

@@ -173,7 +173,7 @@ func TestSparkExecutors(t *testing.T) {
 		assert.Equal(t, charged, usage(), "executors are within the job's charge")
 		out := co.cli(t, "job", "status", string(id))
 		assert.Contains(t, out, "Executors:  at most 4 of cpu=4 memory=9Gi (bound as the driver asks)")
-		assert.Regexp(t, `clean-[a-z0-9]+-1-a0 +executor clean-exec-1 +0 +`+d.Spec.NodeName+` +Running +cpu=4 memory=9Gi`, out)
+		assert.Regexp(t, `clean-[a-z0-9]+-1-a0 +executor clean-exec-1 +1 +`+d.Spec.NodeName+` +Running +cpu=4 memory=9Gi`, out)
 
 		// A fifth is beyond the job's most: deleted, never bound.
 		executor(t, c, id, d, "clean-exec-5")
