@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -34,6 +34,8 @@ var (
 	badDurationEnv = regexp.MustCompile(`^could not parse "([^"]*)" as duration value from environment variable "([^"]+)" for flag ([\w-]+): `)
 )
 
+var plainNumber = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
 // DurationHint returns err reworded when it is urfave's error for a
 // duration flag of flags given a value that is not a duration, on the
 // command line or in the flag's environment variable: it names the flag
@@ -55,8 +57,12 @@ func DurationHint(err error, flags []cli.Flag) error {
 		return err
 	}
 	hint := "a duration is a number with a unit, e.g. 5s, 10m or 1h30m"
-	if _, nerr := strconv.ParseFloat(value, 64); nerr == nil {
-		hint += fmt.Sprintf(" (%ss for %s seconds)", value, value)
+	// A plain number of seconds gets its spelling as a duration, when
+	// that is one (not 1e3, -5, +5 or past the largest duration).
+	if plainNumber.MatchString(value) {
+		if _, derr := time.ParseDuration(value + "s"); derr == nil {
+			hint += fmt.Sprintf(" (%ss for %s seconds)", value, value)
+		}
 	}
 	return fmt.Errorf("invalid value %q for %s: %s", value, where, hint)
 }

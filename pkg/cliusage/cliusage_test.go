@@ -20,6 +20,11 @@ func TestDurationHint(t *testing.T) {
 		want string
 	}{
 		"alias":         {args: []string{"--ival", "2"}, want: `invalid value "2" for flag --ival: ` + hint + ` (2s for 2 seconds)`},
+		"decimal":       {args: []string{"--ival", "1.5"}, want: `invalid value "1.5" for flag --ival: ` + hint + ` (1.5s for 1.5 seconds)`},
+		"exponent":      {args: []string{"--ival", "1e3"}, want: `invalid value "1e3" for flag --ival: ` + hint},
+		"negative":      {args: []string{"--ival=-5"}, want: `invalid value "-5" for flag --ival: ` + hint},
+		"signed":        {args: []string{"--ival", "+5"}, want: `invalid value "+5" for flag --ival: ` + hint},
+		"too long":      {args: []string{"--ival", "9999999999999999999"}, want: `invalid value "9999999999999999999" for flag --ival: ` + hint},
 		"variable":      {env: map[string]string{"T_WAIT": "later"}, args: nil, want: `invalid value "later" for $T_WAIT (flag --interval): ` + hint},
 		"int flag":      {args: []string{"--count", "x"}, want: `invalid value "x" for flag -count: parse error`},
 		"int variable":  {env: map[string]string{"T_COUNT": "x"}, want: `could not parse "x" as int value from environment variable "T_COUNT" for flag count: strconv.ParseInt: parsing "x": invalid syntax`},
