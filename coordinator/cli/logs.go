@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -27,7 +28,7 @@ func jobLogs(c *cli.Context) error {
 	case o.Follow && o.Task != "":
 		return followTask(c, cl, id, o, c.App.Writer)
 	case o.Follow:
-		t, err := taskToFollow(c, cl, id, "")
+		t, err := taskToFollow(c, cl, id, "", nil)
 		if err != nil {
 			return err
 		}
@@ -52,7 +53,19 @@ func followAttempts(c *cli.Context, cl *client.Client, id structs.JobID, o clien
 		if err := followTask(c, cl, id, o, out); err != nil || c.Context.Err() != nil || out.err != nil {
 			return err
 		}
-		next, err := taskToFollow(c, cl, id, structs.TaskID(o.Task))
+		// What the task wrote after its stream ended (its coordinator
+		// shutting down ended the stream, then stopped it: the lines its
+		// SIGTERM trap printed) comes before the next attempt's.
+		rest := func() {
+			ctx, cancel := context.WithTimeout(c.Context, 10*time.Second)
+			defer cancel()
+			last := o
+			last.Offset = out.n
+			once := *cl
+			once.Retries = 0
+			_ = once.LogsWith(ctx, id, last, out)
+		}
+		next, err := taskToFollow(c, cl, id, structs.TaskID(o.Task), rest)
 		if c.Context.Err() != nil {
 			return nil // Ctrl-C while waiting for the next attempt
 		}
@@ -138,9 +151,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // saying so once on stderr: `job submit` followed at once by `job logs
 // -f` is the common case. With after, the task followed so far, it picks
 // the task after it: its next attempt's, waited for while the job goes on,
-// and named on stderr (after itself while it still runs); "" once the job
-// has ended with none after it.
-func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID, after structs.TaskID) (structs.TaskID, error) {
+// and named on stderr (after itself while it still runs), rest called
+// before that line when it is another task; "" once the job has ended
+// with none after it.
+func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID, after structs.TaskID, rest func()) (structs.TaskID, error) {
 	said := false
 	poll := followPoller(c, cl, id)
 	for {
@@ -169,6 +183,9 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID, after str
 		case after != "" && j.State.Ended() && (newest == nil || newest.ID == after):
 			return "", nil
 		case newest != nil && (newest.ID != after || newest.State.HoldsResources()):
+			if after != "" && newest.ID != after && rest != nil {
+				rest()
+			}
 			switch {
 			case after == "" || newest.ID == after:
 			case said:

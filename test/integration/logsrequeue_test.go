@@ -21,14 +21,15 @@ import (
 // runs puts the job back to Pending, and job logs -f exited 0 without a
 // word, as if the job had ended. Now it says the job was requeued and
 // follows its next attempt, run by the next dev on the same data dir,
-// from that task's start, until the job ends.
+// from that task's start, until the job ends; what the first attempt
+// wrote as it was stopped, after its stream ended, is not left out.
 func TestLogsFollowRidesOutRequeue(t *testing.T) {
 	tmp, data, addr := t.TempDir(), t.TempDir(), freePort(t)
 	args := []string{"--data-dir", data}
 	dev := startDevAt(t, addr, tmp, args...)
 	c := client.New("http://"+addr, token)
 	goFile := filepath.Join(t.TempDir(), "go")
-	id := submitWhenReady(t, c, fmt.Sprintf("kind: command\nname: requeued\ncommand: [sh, -c, 'echo start $ATOM_TASK_ID; while [ ! -e %s ]; do sleep 0.05; done; echo done']\nresources: {cpu: 1, memory: 1Gi}\n", goFile), "requeued")
+	id := submitWhenReady(t, c, fmt.Sprintf("kind: command\nname: requeued\ncommand: [sh, -c, 'trap ''echo got TERM; exit 143'' TERM; echo start $ATOM_TASK_ID; while [ ! -e %s ]; do sleep 1; done; echo done']\nresources: {cpu: 1, memory: 1Gi}\n", goFile), "requeued")
 	t.Cleanup(func() { _ = os.WriteFile(goFile, nil, 0o600) }) // a failed run leaves no loop behind
 
 	var out, errOut lockedBuffer
@@ -52,8 +53,8 @@ func TestLogsFollowRidesOutRequeue(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("job logs -f did not return; stderr: %s", errOut.String())
 	}
-	m := regexp.MustCompile(`^start (\S+)\nstart (\S+)\ndone\n$`).FindStringSubmatch(out.String())
-	require.NotNil(t, m, "each attempt's output from its start: %q", out.String())
+	m := regexp.MustCompile(`^start (\S+)\ngot TERM\n(?:atom: the coordinator stopped the task: [^\n]*\n)?start (\S+)\ndone\n$`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, "each attempt's output from its start to its end, the first's last line written as it was stopped: %q", out.String())
 	assert.NotEqual(t, m[1], m[2])
 	assert.Regexp(t, `(?m)^--- the job was requeued; (waiting for its next attempt to be placed \(\w+\); Ctrl-C stops waiting\n--- )?following its next attempt \(task `+regexp.QuoteMeta(m[2])+`\)$`, errOut.String())
 	st, err := c.Job(t.Context(), id)
