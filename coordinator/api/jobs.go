@@ -355,9 +355,9 @@ func (s *server) scaleJob(_ http.ResponseWriter, r *http.Request, c caller) (int
 			return nil, errorf(http.StatusConflict, "job %s already ended (%s): submit it again instead", id, j.State)
 		case *req.Replicas < 0 || *req.Replicas > structs.MaxReplicas:
 			return nil, &structs.FieldError{Field: "replicas", Msg: fmt.Sprintf("%d is not allowed: use 0 (park the service) to %d", *req.Replicas, structs.MaxReplicas)}
-		case *req.Replicas == j.ShapeAt(j.Shape).Replicas:
-			return nil, nil // already that size: no event, no quota check
 		}
+		// A scale to the size it has changes nothing: the state machine
+		// decides so, on the committed state (this server's may lag).
 		return &state.ServiceScale{ID: id, Replicas: *req.Replicas, Now: s.clock(), By: c.user}, nil
 	})
 }

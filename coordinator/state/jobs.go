@@ -185,6 +185,8 @@ func (c *ServiceScale) apply(s *State) (any, error) {
 		return nil, invalidf("job %s already ended", c.ID)
 	case c.Replicas < 0 || c.Replicas > structs.MaxReplicas:
 		return nil, invalidf("replicas %d is not allowed: use 0 (park the service) to %d", c.Replicas, structs.MaxReplicas)
+	case c.Replicas == j.ShapeAt(j.Shape).Replicas:
+		return nil, nil // already that size: no event, no quota check
 	}
 	parked := j.ShapeAt(j.Shape).Replicas == 0
 	var live []*structs.Task

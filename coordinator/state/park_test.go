@@ -84,6 +84,15 @@ func TestServiceScaleToZeroAndBack(t *testing.T) {
 	assert.Equal(t, 0, s.Replicas)
 	assert.Nil(t, s.Charged)
 
+	// Scaling to the size it has changes nothing, decided as it is
+	// applied (a server answering from a lagging state cannot tell): no
+	// event, no quota check.
+	l.must(&state.ServiceScale{ID: "s-1", Replicas: 0, Now: t0.Add(24 * time.Hour)})
+	for _, e := range l.s.Events["s-1"].Events {
+		assert.NotEqual(t, "scaled from 0 to 0 replicas; parked ("+state.ParkedReason+")", e.Message)
+	}
+	assert.Equal(t, 0, l.s.Jobs["s-1"].Replicas)
+
 	up := t0.Add(24*time.Hour + time.Minute)
 	l.must(&state.ServiceScale{ID: "s-1", Replicas: 2, Now: up})
 	s = l.s.Jobs["s-1"]
