@@ -101,6 +101,10 @@ func errorBody(resp *http.Response) string {
 // nothing, so trying again cannot run the command twice.
 const RefusedWindow = 30 * time.Second
 
+// refused, when set (by tests), is told of each refused try before the
+// next.
+var refused func(endpoint string)
+
 // send posts body to endpoint's launch server and returns its answer,
 // trying again while the connection is refused, for RefusedWindow or
 // until ctx's deadline, whichever comes first.
@@ -120,6 +124,9 @@ func send(ctx context.Context, endpoint, token string, body []byte) (*http.Respo
 		resp, err := transport.RoundTrip(hr)
 		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().Add(delay).After(deadline) {
 			return resp, err
+		}
+		if refused != nil {
+			refused(endpoint)
 		}
 		select {
 		case <-ctx.Done():

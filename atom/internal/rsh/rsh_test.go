@@ -241,6 +241,7 @@ func TestRefusedUntilListening(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
+	wasRefused := rsh.NotifyRefused(addr)
 	out := filepath.Join(t.TempDir(), "ran")
 	done := make(chan error, 1)
 	go func() {
@@ -252,11 +253,10 @@ func TestRefusedUntilListening(t *testing.T) {
 		done <- err
 	}()
 	// The launch has been refused at least once before the server listens.
-	time.Sleep(300 * time.Millisecond)
 	select {
+	case <-wasRefused:
 	case err := <-done:
 		t.Fatalf("launch ended before the server listened: %v", err)
-	default:
 	}
 	s := rsh.New(rsh.Config{Verify: verify})
 	require.NoError(t, s.Listen(addr))
