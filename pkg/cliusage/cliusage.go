@@ -2,7 +2,9 @@
 // same way for the coordinator and for atom: one line that names what
 // was wrong, never the command's whole help text, and for a duration
 // what a duration looks like, where urfave says only "parse error" or
-// passes on Go's parser's words.
+// passes on Go's parser's words. With EnvAfterFlags a flag given on the
+// command line wins over its environment variable, and a value is
+// refused naming the variable it came from.
 package cliusage
 
 import (
@@ -51,11 +53,19 @@ func DurationHint(err error, flags []cli.Flag) error {
 		where = fmt.Sprintf("$%s (flag --%s)", m[2], name)
 	}
 	if where == "" || !slices.ContainsFunc(flags, func(f cli.Flag) bool {
+		if e, ok := f.(*envFlag); ok {
+			f = e.fullFlag
+		}
 		d, ok := f.(*cli.DurationFlag)
 		return ok && slices.Contains(d.Names(), name)
 	}) {
 		return err
 	}
+	return fmt.Errorf("invalid value %q for %s: %s", value, where, durationHint(value))
+}
+
+// durationHint says what a duration looks like, for value that is not one.
+func durationHint(value string) string {
 	hint := "a duration is a number with a unit, e.g. 5s, 10m or 1h30m"
 	// A plain number of seconds gets its spelling as a duration, when
 	// that is one (not 1e3, -5, +5 or past the largest duration).
@@ -64,5 +74,5 @@ func DurationHint(err error, flags []cli.Flag) error {
 			hint += fmt.Sprintf(" (%ss for %s seconds)", value, value)
 		}
 	}
-	return fmt.Errorf("invalid value %q for %s: %s", value, where, hint)
+	return hint
 }
