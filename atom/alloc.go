@@ -13,6 +13,7 @@ import (
 
 	"github.com/atom-sched/atom/atom/internal/gpu"
 	"github.com/atom-sched/atom/atom/internal/report"
+	"github.com/atom-sched/atom/pkg/cliusage"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/pkg/wire"
 )
@@ -47,12 +48,14 @@ func readAllocation(c *cli.Context) (allocation, error) {
 	if a.Kind == "" {
 		a.Kind = "command"
 	}
-	if a.JobJSON, err = jobJSON(c.String("job-spec")); err != nil {
+	if a.JobJSON, err = jobJSON(c.String("job-spec"), cliusage.Source(c, "job-spec")); err != nil {
 		return a, err
 	}
 	file := c.String("token-file")
 	if a.Coordinator != "" && (a.Task == "" || a.Token == "" && file == "") {
-		return a, fmt.Errorf("ATOM_COORDINATOR is set but ATOM_TASK_ID or ATOM_TOKEN (or ATOM_TOKEN_FILE) is not: set both, or unset ATOM_COORDINATOR to run standalone")
+		from := cliusage.Source(c, "coordinator")
+		return a, fmt.Errorf("%s is set but %s or %s (or %s) is not: set both, or run standalone without %s",
+			from, cliusage.Source(c, "task"), cliusage.Source(c, "token"), cliusage.Source(c, "token-file"), from)
 	}
 	if a.Coordinator != "" && a.Token == "" {
 		if a.Token = exchanged; a.Token == "" { // not `atom run`, which exchanged it first (fetchTaskEnv)
@@ -76,7 +79,7 @@ func readGPUs(c *cli.Context) (allocation, error) {
 		}
 		i, err := strconv.Atoi(s)
 		if err != nil || i < 0 {
-			return a, fmt.Errorf("ATOM_ACCELERATORS: %q is not a device index: use comma-separated indices such as 0,1", s)
+			return a, fmt.Errorf("%s: %q is not a device index: use comma-separated indices such as 0,1", cliusage.Source(c, "accelerators"), s)
 		}
 		a.GPU.Accelerators = append(a.GPU.Accelerators, i)
 	}

@@ -127,13 +127,14 @@ func prepare(ctx context.Context, dir, sums string, a allocation, argv []string)
 	return ex, nil
 }
 
-// jobJSON checks the ATOM_JOB_SPEC the backend set: a JSON object.
-func jobJSON(s string) ([]byte, error) {
+// jobJSON checks the ATOM_JOB_SPEC the backend set (from names where s
+// came from): JSON.
+func jobJSON(s, from string) ([]byte, error) {
 	if s == "" {
 		return nil, nil
 	}
 	if !json.Valid([]byte(s)) {
-		return nil, fmt.Errorf("ATOM_JOB_SPEC is not valid JSON: the backend sets it to the job as accepted")
+		return nil, fmt.Errorf("%s is not valid JSON: the backend sets it to the job as accepted", from)
 	}
 	return []byte(s), nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/atom-sched/atom/atom/internal/reap"
 	"github.com/atom-sched/atom/atom/internal/report"
 	"github.com/atom-sched/atom/atom/internal/supervise"
+	"github.com/atom-sched/atom/pkg/cliusage"
 	"github.com/atom-sched/atom/pkg/plugin"
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -48,17 +49,18 @@ func runCommand() *cli.Command {
 }
 
 // checkDurations refuses a --grace below 0 (0: SIGKILL at once) and a
-// --heartbeat or --report-timeout of 0 or less, saying what is allowed.
+// --heartbeat or --report-timeout of 0 or less, saying what is allowed
+// and naming the flag or the variable the value came from.
 func checkDurations(c *cli.Context) error {
-	if g := c.Duration("grace"); g < 0 {
-		return fmt.Errorf("--grace %s: use 0 or more (0 kills at once; the default is 10s)", g)
+	if c.Duration("grace") < 0 {
+		return fmt.Errorf("%s: use 0 or more (0 kills at once; the default is 10s)", cliusage.Given(c, "grace"))
 	}
-	if d := c.Duration("stop-after-disconnect"); d < 0 {
-		return fmt.Errorf("--stop-after-disconnect %s: use 0 (never) or more", d)
+	if c.Duration("stop-after-disconnect") < 0 {
+		return fmt.Errorf("%s: use 0 (never) or more", cliusage.Given(c, "stop-after-disconnect"))
 	}
 	for _, name := range []string{"heartbeat", "report-timeout"} {
-		if d := c.Duration(name); d <= 0 {
-			return fmt.Errorf("--%s %s: use more than 0 (a duration such as 5s)", name, d)
+		if c.Duration(name) <= 0 {
+			return fmt.Errorf("%s: use more than 0 (a duration such as 5s)", cliusage.Given(c, name))
 		}
 	}
 	return nil
