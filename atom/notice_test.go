@@ -119,7 +119,7 @@ func startDevAtom(t *testing.T) *client.Client {
 }
 
 // TestPreemptNoticeExample runs the checkpointing job README.md shows
-// (its notice cut to 2 s, its directory a temporary one): preempted, it
+// (its notice cut to 5 s: the job looks for it once a second, and a loaded machine can be late, its directory a temporary one): preempted, it
 // sees the notice file while it still runs, saves its step, and its next
 // attempt resumes from that step.
 func TestPreemptNoticeExample(t *testing.T) {
@@ -128,7 +128,7 @@ func TestPreemptNoticeExample(t *testing.T) {
 	spec := readmeJob(t, "name: trainer")
 	dir := t.TempDir()
 	spec["env"] = map[string]any{"CKPT": dir}
-	spec["preemptNotice"] = map[string]any{"seconds": 2}
+	spec["preemptNotice"] = map[string]any{"seconds": 5}
 	low := submitSpec(t, c, spec)
 	ctx := context.Background()
 	logs := func() string {
