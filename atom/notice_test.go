@@ -119,8 +119,9 @@ func startDevAtom(t *testing.T) *client.Client {
 }
 
 // TestPreemptNoticeExample runs the checkpointing job README.md shows
-// (its notice cut to 5 s: the job looks for it once a second, and a loaded machine can be late, its directory a temporary one): preempted, it
-// sees the notice file while it still runs, saves its step, and its next
+// (its notice cut to 5 s, as the job looks once a second and a loaded
+// machine can be late; its directory a temporary one): preempted, it sees
+// the notice file while it still runs, saves its step, and its next
 // attempt resumes from that step.
 func TestPreemptNoticeExample(t *testing.T) {
 	t.Parallel()
