@@ -56,6 +56,7 @@ func TestDisconnectedRequeues(t *testing.T) {
 
 	s := l.s.Jobs["s-1"]
 	assert.Equal(t, "replica 0 was lost: "+outage+"; placing it again", s.Reason)
+	assert.Contains(t, l.events("s-1"), "+60 Requeuing: replica 0 was lost: "+outage+"; placing it again without using a restart")
 	assert.Zero(t, s.CrashLoop)
 	assert.Zero(t, s.ReplicaRestarts, "not a restart")
 	require.Len(t, l.recycle(now).Placed, 2, "both placed again at once")
@@ -66,7 +67,7 @@ func TestDisconnectedRequeues(t *testing.T) {
 	l.must(&state.JobCancel{ID: "b-1", Now: now})
 	require.Equal(t, structs.TaskStopping, l.s.Tasks[second].State)
 	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: second, State: structs.TaskFailed, ExitCode: 143, Message: outage, Reason: structs.ReasonDisconnected, Time: now}}})
-	assert.Equal(t, structs.TaskFailed, l.s.Tasks[second].State)
+	assert.Equal(t, structs.TaskStopped, l.s.Tasks[second].State, "stopped, not failed")
 	assert.Equal(t, structs.StopCancelled, l.s.Tasks[second].StopReason)
 	assert.Equal(t, structs.JobCancelled, l.s.Jobs["b-1"].State)
 

@@ -36,8 +36,8 @@ func (s *State) record(e structs.Event) {
 	s.EventSeq++
 	e.Seq = s.EventSeq
 	e.Message = cut(e.Message, maxEventMessage)
-	if j := s.Jobs[e.Job]; j != nil && e.Attempt == 0 {
-		e.Attempt = j.Attempt
+	if j := s.Jobs[e.Job]; j != nil && e.Task == "" {
+		e.Attempt = j.Attempt // a job's event is of its current attempt; a task's, of the task's own
 	}
 	h := s.Events[e.Job]
 	h.Events = append(h.Events, e)

@@ -103,7 +103,7 @@ func TestServiceScaleToZeroAndBack(t *testing.T) {
 	assert.Equal(t, int64(8), l.s.Usage["user:u1"]["gpu/A"])
 	cr := l.recycle(up)
 	assert.Equal(t, []structs.JobID{"b-1", "s-1"}, cr.Placed)
-	assert.Equal(t, map[structs.TaskState]int{structs.TaskFailed: 4, structs.TaskScheduled: 2}, l.tasksIn("s-1"))
+	assert.Equal(t, map[structs.TaskState]int{structs.TaskStopped: 4, structs.TaskScheduled: 2}, l.tasksIn("s-1"))
 	assert.Equal(t, structs.JobScheduled, l.s.Jobs["s-1"].State)
 	l.report(up.Add(time.Second), structs.TaskRunning, 0, "s-1")
 	assert.Equal(t, structs.JobRunning, l.s.Jobs["s-1"].State)

@@ -56,10 +56,10 @@ func TestServicePreemptedReplicaByReplica(t *testing.T) {
 
 	l.recycle(now)
 	assert.Equal(t, []string{"n1"}, nodesOf(l, "n-1"))
-	assert.Equal(t, map[structs.TaskState]int{structs.TaskRunning: 2, structs.TaskFailed: 2}, l.tasksIn("s-1"), "the replacements wait")
+	assert.Equal(t, map[structs.TaskState]int{structs.TaskRunning: 2, structs.TaskStopped: 2}, l.tasksIn("s-1"), "the replacements wait")
 	l.report(now, structs.TaskSucceeded, 0, "n-1")
 	l.recycle(now)
-	assert.Equal(t, map[structs.TaskState]int{structs.TaskRunning: 2, structs.TaskScheduled: 2, structs.TaskFailed: 2}, l.tasksIn("s-1"), "placed again")
+	assert.Equal(t, map[structs.TaskState]int{structs.TaskRunning: 2, structs.TaskScheduled: 2, structs.TaskStopped: 2}, l.tasksIn("s-1"), "placed again")
 }
 
 func nodesOf(l *logged, id structs.JobID) []string {

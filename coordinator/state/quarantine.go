@@ -58,7 +58,7 @@ func (s *State) preflightFailed(t *structs.Task, e structs.TaskEvent, current bo
 	// (afterStop, StopGang) with this reason and a new attempt.
 	reason := "requeued: " + why
 	s.putJob(j.ID, func(j *structs.Job) { j.Reason = reason })
-	s.restart(j.ID, reason, e.Time, false)
+	s.restart(j.ID, reason, e.Time, false, structs.StopGang)
 	return true, ""
 }
 

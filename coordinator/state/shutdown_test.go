@@ -31,7 +31,10 @@ func (l *logged) shutdown(now time.Time, jobs ...structs.JobID) {
 // gang here, one replica still Scheduled) is Pending again as a new
 // attempt, not Failed, its restarts are whole and its events say it is
 // requeued, not restarted; a service's replica is placed again without a
-// back-off.
+// back-off, its event Requeuing as well. Every task it ended is Stopped
+// for the shutdown (neither lost nor a gang restart, the sibling the
+// first one's requeue stopped included), ended when the shutdown was
+// recorded: the stopped processes' own reports, later, change nothing.
 func TestShutdownRequeues(t *testing.T) {
 	l := newLogged(t, st.C64("c1"), st.C64("c2"))
 	l.must(&state.QuotaSet{Quota: &structs.Quota{Scope: "user:u1", Limits: structs.ResourceList{"cpu": 64000, "memory": 64 << 30}}})
@@ -54,8 +57,11 @@ func TestShutdownRequeues(t *testing.T) {
 	assert.Equal(t, 0, j.Restarts(), "not a restart")
 	for _, tk := range first {
 		got := l.s.Tasks[tk.ID]
-		assert.Equal(t, structs.TaskLost, got.State)
-		assert.Equal(t, "stopped: coordinator shutting down", got.Message)
+		assert.Equal(t, structs.TaskStopped, got.State, tk.ID)
+		assert.Equal(t, structs.StopShutdown, got.StopReason, tk.ID)
+		assert.Equal(t, "stopped: coordinator shutting down", got.Message, tk.ID)
+		assert.Equal(t, now, got.EndedAt, tk.ID)
+		assert.False(t, got.ExitReported(), "its process is stopped after: no exit code")
 	}
 	assert.Equal(t, []string{
 		"+0 Submitted: submitted by u1: normal priority, 2 replica(s) of cpu=1 memory=1Gi",
@@ -73,7 +79,27 @@ func TestShutdownRequeues(t *testing.T) {
 	assert.Equal(t, "replica 0 stopped: coordinator shutting down; placing it again", s.Reason)
 	assert.Zero(t, s.CrashLoop)
 	assert.Zero(t, s.ReplicaRestarts, "not a restart")
-	assert.Equal(t, "stopped: coordinator shutting down", l.s.Tasks[svcTask].Message)
+	svc := l.s.Tasks[svcTask]
+	assert.Equal(t, []any{structs.TaskStopped, structs.StopShutdown, "stopped: coordinator shutting down", now},
+		[]any{svc.State, svc.StopReason, svc.Message, svc.EndedAt})
+	assert.Equal(t, []string{
+		"+0 Submitted: submitted by u1: low priority, 1 replica(s) of cpu=1 memory=1Gi",
+		"+0 Placed s-1-0-0003: replica 0 placed on c1: cpu=1 memory=1Gi",
+		"+0 Started s-1-0-0003: replica 0 started on c1",
+		"+0 Running: running: 1 replica(s) started",
+		"+60 Stopped s-1-0-0003: replica 0 stopped: coordinator shutting down",
+		"+60 Requeuing: replica 0 stopped: coordinator shutting down; placing it again without using a restart",
+	}, l.events("s-1"))
+
+	// The stopped processes report their ends as they exit, later: the
+	// tasks had ended; nothing changes.
+	before := l.json()
+	var late []structs.TaskEvent
+	for _, id := range []structs.TaskID{first[0].ID, first[1].ID, svcTask} {
+		late = append(late, structs.TaskEvent{Task: id, State: structs.TaskFailed, ExitCode: 143, Time: now.Add(5 * time.Second)})
+	}
+	l.must(&state.TaskUpdate{Events: late})
+	assert.Equal(t, before, l.json())
 
 	// The next coordinator places both again.
 	placed := l.recycle(now).Placed

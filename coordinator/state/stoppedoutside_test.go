@@ -59,7 +59,7 @@ func TestStoppedOutside(t *testing.T) {
 	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: tk.ID, State: structs.TaskSucceeded,
 		Reason: structs.ReasonStoppedOutside, Time: now}}})
 	got = l.s.Tasks[tk.ID]
-	assert.Equal(t, structs.TaskSucceeded, got.State)
+	assert.Equal(t, structs.TaskStopped, got.State, "its stop's end, whatever it exited with")
 	assert.Equal(t, structs.StopCancelled, got.StopReason)
 	assert.Empty(t, got.Message)
 	assert.Equal(t, structs.JobCancelled, l.s.Jobs["s-1"].State)

@@ -54,7 +54,7 @@ func (s *State) taskEvent(e structs.TaskEvent) {
 	j := s.Jobs[t.Job]
 	switch {
 	case e.Reason == structs.ReasonShutdown:
-		s.interrupted(j, t, e, structs.TaskEvent{State: structs.TaskLost, Message: structs.ShutdownMessage},
+		s.interrupted(j, t, e, structs.TaskEvent{State: structs.TaskStopped, Message: structs.ShutdownMessage},
 			structs.EventStopped, structs.ShutdownMessage, structs.ShutdownMessage)
 		return
 	case e.Reason == structs.ReasonDisconnected && t.State == structs.TaskStopping:
@@ -99,7 +99,7 @@ func (s *State) taskEvent(e structs.TaskEvent) {
 	stopping, reason := t.State == structs.TaskStopping, t.StopReason
 	unstarted := t.State == structs.TaskScheduled && e.State == structs.TaskLost
 	ended := s.putTask(t.ID, func(t *structs.Task) {
-		t.State, t.ExitCode, t.Message, t.EndedAt = e.State, e.ExitCode, endMessage(e), e.Time
+		t.State, t.ExitCode, t.Message, t.EndedAt = endState(e, stopping), e.ExitCode, endMessage(e), e.Time
 	})
 	s.taskEnded(ended, e, reason, stopping)
 	if t.Executor != "" {
@@ -150,7 +150,7 @@ func (s *State) lostUnstarted(j *structs.Job, t *structs.Task, e structs.TaskEve
 	reason := fmt.Sprintf("requeued: replica %d was lost before it started%s", t.Index, suffix(e.Message))
 	s.putJob(j.ID, func(j *structs.Job) { j.LostUnstarted++; j.Reason = reason })
 	s.dropHeld(j.ID)
-	s.restart(j.ID, reason, e.Time, false)
+	s.restart(j.ID, reason, e.Time, false, structs.StopGang)
 	return true
 }
 
@@ -166,19 +166,38 @@ func checkEvent(e structs.TaskEvent) error {
 	return nil
 }
 
+// endState is the state a task ends in on report e: Stopped when the
+// coordinator was stopping it (whatever it exited with: neither a success
+// nor its own failure), else as reported. A task stopping that goes
+// silent is lost all the same: nothing says it stopped.
+func endState(e structs.TaskEvent, stopping bool) structs.TaskState {
+	if stopping && e.State != structs.TaskLost {
+		return structs.TaskStopped
+	}
+	return e.State
+}
+
 // interrupted ends task t of job j, which the platform stopped by no
 // fault of the job at e.Time: the coordinator running it shut down
-// (ReasonShutdown), or atom lost every coordinator server and stopped it
-// (ReasonDisconnected). t ends as end says; the task's event is kind,
-// saying what (after the replica's name); a batch job's reason is
-// "requeued: " and why. A task the coordinator was stopping anyway ends
-// its stop; a batch job is requeued (its siblings stopped first, as in a
-// gang restart) without using its restarts; a service's replica is placed
-// again.
+// (ReasonShutdown: t ends Stopped, for StopShutdown unless it was being
+// stopped already), or atom lost every coordinator server and stopped it
+// (ReasonDisconnected: t is lost). t ends at e.Time as end says; the
+// task's event is kind, saying what (after the replica's name); a batch
+// job's reason is "requeued: " and why. A task the coordinator was
+// stopping anyway ends its stop; a batch job is requeued (its siblings
+// stopped first, for the same reason) without using its restarts; a
+// service's replica is placed again, also without (Requeuing).
 func (s *State) interrupted(j *structs.Job, t *structs.Task, e, end structs.TaskEvent, kind structs.EventType, what, why string) {
 	stopping, reason := t.State == structs.TaskStopping, t.StopReason
+	stop := structs.StopGang // the siblings': another replica was lost
+	if end.State == structs.TaskStopped {
+		stop = structs.StopShutdown
+	}
 	ended := s.putTask(t.ID, func(t *structs.Task) {
 		t.State, t.ExitCode, t.Message, t.EndedAt = end.State, end.ExitCode, end.Message, e.Time
+		if end.State == structs.TaskStopped && !stopping {
+			t.StopReason = stop
+		}
 	})
 	s.record(taskEventOf(e.Time, ended, kind, "%s %s", replicaName(ended), what))
 	switch {
@@ -190,28 +209,29 @@ func (s *State) interrupted(j *structs.Job, t *structs.Task, e, end structs.Task
 	case j.Kind == structs.KindService:
 		again := fmt.Sprintf("replica %d %s; placing it again", t.Index, what)
 		s.putJob(j.ID, func(j *structs.Job) { j.Reason = again })
-		s.jobEvent(e.Time, j.ID, structs.EventRestarting, "%s", again)
+		s.jobEvent(e.Time, j.ID, structs.EventRequeuing, "%s without using a restart", again)
 		s.pruneEnded(j.ID)
 	default:
 		why := "requeued: " + why
 		s.putJob(j.ID, func(j *structs.Job) { j.Interrupted++; j.Reason = why })
 		s.dropHeld(j.ID)
-		s.restart(j.ID, why, e.Time, false)
+		s.restart(j.ID, why, e.Time, false, stop)
 	}
 }
 
-// restart stops the live tasks of job id's current attempt (a gang
-// restart) so that it is requeued with reason once they have stopped
-// (afterStop); with none left to stop, it is requeued now. Its event says
-// whether this uses one of the job's restarts (counted: its own failure,
-// Restarting) or not (a coordinator's shutdown or outage, a task lost
-// before it ran, a failed preflight: Requeuing, which says so).
-func (s *State) restart(id structs.JobID, reason string, now time.Time, counted bool) {
+// restart stops the live tasks of job id's current attempt for stop
+// (StopGang, or StopShutdown when its coordinator shut down) so that it
+// is requeued with reason once they have stopped (afterStop); with none
+// left to stop, it is requeued now. Its event says whether this uses one
+// of the job's restarts (counted: its own failure, Restarting) or not (a
+// coordinator's shutdown or outage, a task lost before it ran, a failed
+// preflight: Requeuing, which says so).
+func (s *State) restart(id structs.JobID, reason string, now time.Time, counted bool, stop structs.StopReason) {
 	j := s.Jobs[id]
 	stopped := 0
 	for _, x := range s.TasksOf(id) {
 		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {
-			s.putTask(x.ID, func(x *structs.Task) { x.State, x.StopReason = structs.TaskStopping, structs.StopGang })
+			s.putTask(x.ID, func(x *structs.Task) { x.State, x.StopReason = structs.TaskStopping, stop })
 			stopped++
 		}
 	}
@@ -309,7 +329,7 @@ func (s *State) afterStop(id structs.JobID, reason structs.StopReason, now time.
 			return
 		}
 		s.requeue(id, structs.ReasonPreempted, now, true)
-	case structs.StopGang:
+	case structs.StopGang, structs.StopShutdown:
 		s.requeue(id, j.Reason, now, false)
 	}
 }
@@ -381,7 +401,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e structs.TaskEvent
 		j.BackoffUntil = e.Time.Add(structs.RestartBackoff(restarts + 1))
 	})
 	s.dropHeld(id)
-	s.restart(id, "restarting: "+why, e.Time, true)
+	s.restart(id, "restarting: "+why, e.Time, true, structs.StopGang)
 }
 
 // stoppedOutside is atom's report e of t's end after a SIGTERM the

@@ -105,15 +105,20 @@ func (s *State) noteWarmUp(j *structs.Job, pl *sched.Placement, now time.Time) {
 
 // endWarming ends j's tasks that wait for a warm-up: they never started,
 // so there is nothing to stop and no agent to report their end. They
-// keep why (msg) and, when their job was stopped, the stop's reason.
+// keep why (msg); they failed when the warm-up did (stop empty), and are
+// Stopped, with the stop's reason, when their job was stopped.
 func (s *State) endWarming(j *structs.Job, cluster structs.ClusterID, msg string, stop structs.StopReason, now time.Time) int {
+	st, kind := structs.TaskFailed, structs.EventFailed
+	if stop != "" {
+		st, kind = structs.TaskStopped, structs.EventStopped
+	}
 	n := 0
 	for _, t := range s.TasksOf(j.ID) {
 		if nd := s.Nodes[t.Node]; s.Warming(t) && (cluster == "" || (nd != nil && nd.Cluster == cluster)) {
 			t = s.putTask(t.ID, func(t *structs.Task) {
-				t.State, t.Message, t.StopReason, t.EndedAt = structs.TaskFailed, msg, stop, now
+				t.State, t.Message, t.StopReason, t.EndedAt = st, msg, stop, now
 			})
-			s.record(taskEventOf(now, t, structs.EventFailed, "%s %s", replicaName(t), msg))
+			s.record(taskEventOf(now, t, kind, "%s %s", replicaName(t), msg))
 			n++
 		}
 	}
@@ -142,5 +147,5 @@ func (s *State) warmUpFailed(j *structs.Job, cluster structs.ClusterID, msg stri
 		j.Reason = "restarting: " + why
 		j.BackoffUntil = now.Add(structs.RestartBackoff(restarts + 1))
 	})
-	s.restart(j.ID, "restarting: "+why, now, true)
+	s.restart(j.ID, "restarting: "+why, now, true, structs.StopGang)
 }

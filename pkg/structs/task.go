@@ -16,6 +16,10 @@ const (
 	TaskSucceeded TaskState = "Succeeded"
 	TaskFailed    TaskState = "Failed"
 	TaskLost      TaskState = "Lost" // heartbeats stopped past the TTL
+	// TaskStopped: it ended because the coordinator stopped it
+	// (StopReason says why), not on its own: neither a success nor its
+	// failure, whatever it exited with (ExitCode).
+	TaskStopped TaskState = "Stopped"
 )
 
 // HoldsResources reports whether a task in state s occupies its node.
@@ -30,10 +34,30 @@ const (
 	StopPreempted StopReason = "Preempted" // evicted for a higher-priority job; the job is requeued
 	StopCancelled StopReason = "Cancelled" // the job was cancelled
 	StopScaled    StopReason = "ScaledDown"
-	StopGang      StopReason = "GangRestart" // a sibling failed: the whole gang restarts or fails
+	StopGang      StopReason = "GangRestart" // another replica failed or was lost: the whole job stops, then is requeued
 	StopJobEnded  StopReason = "JobEnded"    // a replica's end ended the job (an MPI launcher's, a failure): the rest stop
 	StopRestarted StopReason = "Restarted"   // coordinator service restart: placed again, with its configs' newest versions
+	// StopShutdown: the coordinator running the job's tasks shut down;
+	// the job is requeued (a service's replica placed again) without
+	// using a restart. A task it ended is recorded at once, with
+	// ShutdownMessage and no exit code: its process is stopped after.
+	StopShutdown StopReason = ReasonShutdown
 )
+
+// ExitReported reports whether t ended with its process's exit code
+// (ExitCode): false while it holds resources, once lost, and when the
+// coordinator recorded its end itself: a task it ended before it started
+// (its cache warm-up failed, its job ended meanwhile), or one it stopped
+// as it shut down.
+func (t *Task) ExitReported() bool {
+	switch {
+	case t.State != TaskSucceeded && t.State != TaskFailed && t.State != TaskStopped:
+		return false
+	case t.Message == ShutdownMessage:
+		return false
+	}
+	return !(t.StartedAt.IsZero() && t.ExitCode == 0 && t.Message != "")
+}
 
 // AccelMask is a set of accelerator indices on one node (bit i = index i).
 type AccelMask uint64
@@ -70,7 +94,8 @@ type Task struct {
 	// are its accelerators').
 	Devices map[string][]int `json:"devices,omitempty"`
 
-	// StopReason says why a Stopping task is being stopped.
+	// StopReason says why a Stopping task is being stopped, and why a
+	// Stopped one was.
 	StopReason StopReason `json:"stopReason,omitempty"`
 	// NoticeUntil, on a task Stopping for a job with a preemptNotice, is
 	// when its notice ends: atom warns the job and sends SIGTERM then;
