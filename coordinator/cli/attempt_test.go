@@ -62,6 +62,12 @@ func TestAttemptsCountFromOne(t *testing.T) {
 	var js wire.JobStatus
 	require.NoError(t, json.Unmarshal([]byte(must(t, e, "u1", "job", "status", "-o", "json", "flaky-00001")), &js))
 	assert.Equal(t, 1, js.Job.Attempt, "the API counts requeues, from 0")
+	for _, tk := range js.Tasks {
+		if tk.ID == "flaky-00001-0-a0" {
+			assert.Equal(t, []any{structs.TaskStopped, structs.StopGang, 143}, []any{tk.State, tk.StopReason, tk.ExitCode},
+				"the API says what the table does: stopped, not failed")
+		}
+	}
 	var l wire.EventList
 	require.NoError(t, json.Unmarshal([]byte(must(t, e, "u1", "job", "events", "-o", "json", "flaky-00001")), &l))
 	assert.Equal(t, 1, l.Events[len(l.Events)-1].Attempt)

@@ -352,6 +352,7 @@ func TestNoToken(t *testing.T) {
 }
 
 func TestTaskState(t *testing.T) {
+	started := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	for want, tk := range map[string]*structs.Task{
 		"Running":                                {State: structs.TaskRunning},
 		"Stopping (Preempted)":                   {State: structs.TaskStopping, StopReason: structs.StopPreempted},
@@ -363,6 +364,12 @@ func TestTaskState(t *testing.T) {
 		"Lost":                                   {State: structs.TaskLost, StopReason: structs.StopScaled},
 		"Failed: never started: WarmUpFailed: x": {State: structs.TaskFailed, Message: "never started: WarmUpFailed: x"},
 		"Stopped: Cancelled: never started: y":   {State: structs.TaskFailed, StopReason: structs.StopCancelled, Message: "never started: y"},
+		// The Stopped state (the ones above recorded before it existed).
+		"Stopped: GangRestart (exit 143)":     {State: structs.TaskStopped, StopReason: structs.StopGang, ExitCode: 143, StartedAt: started},
+		"Stopped: Preempted (exit 0)":         {State: structs.TaskStopped, StopReason: structs.StopPreempted, StartedAt: started},
+		"Stopped: CoordinatorShutdown":        {State: structs.TaskStopped, StopReason: structs.StopShutdown, Message: structs.ShutdownMessage, StartedAt: started},
+		"Stopped: Cancelled":                  {State: structs.TaskStopped, StopReason: structs.StopCancelled, Message: structs.ShutdownMessage},
+		"Stopped: JobEnded: never started: z": {State: structs.TaskStopped, StopReason: structs.StopJobEnded, Message: "never started: z"},
 	} {
 		assert.Equal(t, want, taskState(tk))
 	}

@@ -399,28 +399,28 @@ func warmUpLine(w structs.WarmUpStatus) string {
 }
 
 // taskState is a task's STATE column: a task atom stopped (preempted,
-// cancelled, scaled down, a gang restart) that has ended shows as stopped
-// with the reason, not as a crash ("Stopped: Preempted (exit 143)").
-// neverRan reports a task ended by the coordinator before anything ran
-// (its cache warm-up failed, its job ended during it): no exit code to
-// show, only why.
-func neverRan(t *structs.Task) bool {
-	return t.State == structs.TaskFailed && t.StartedAt.IsZero() && t.ExitCode == 0 && t.Message != ""
-}
-
+// cancelled, scaled down, a gang restart, its coordinator's shutdown)
+// shows as stopped with the reason, and what it exited with when its
+// process reported that ("Stopped: Preempted (exit 143)"); one that
+// never ran (its cache warm-up failed, its job ended during it) says why
+// instead. A task recorded before the Stopped state existed (Failed or
+// Succeeded with a stop reason) shows the same.
 func taskState(t *structs.Task) string {
-	ended := t.State == structs.TaskFailed || t.State == structs.TaskSucceeded
+	stopped := t.State == structs.TaskStopped ||
+		(t.StopReason != "" && (t.State == structs.TaskFailed || t.State == structs.TaskSucceeded))
 	switch {
-	case neverRan(t) && t.StopReason != "":
-		return fmt.Sprintf("Stopped: %s: %s", t.StopReason, t.Message)
-	case neverRan(t):
-		return fmt.Sprintf("%s: %s", t.State, t.Message) // e.g. its cache warm-up failed
-	case t.StopReason != "" && ended:
+	case stopped && t.ExitReported():
 		return fmt.Sprintf("Stopped: %s (exit %d)", t.StopReason, t.ExitCode)
-	case t.StopReason != "" && t.State == structs.TaskStopping:
+	case stopped && t.StartedAt.IsZero() && t.Message != "" && t.Message != structs.ShutdownMessage:
+		return fmt.Sprintf("Stopped: %s: %s", t.StopReason, t.Message)
+	case stopped:
+		return fmt.Sprintf("Stopped: %s", t.StopReason)
+	case t.State == structs.TaskStopping && t.StopReason != "":
 		return fmt.Sprintf("%s (%s)", t.State, t.StopReason)
-	case ended:
+	case t.ExitReported():
 		return fmt.Sprintf("%s (exit %d)%s", t.State, t.ExitCode, reasonSuffix(t.Message))
+	case t.State == structs.TaskFailed || t.State == structs.TaskSucceeded:
+		return fmt.Sprintf("%s: %s", t.State, t.Message) // never ran, e.g. its cache warm-up failed
 	case t.State == structs.TaskLost:
 		return string(t.State) + reasonSuffix(strings.TrimPrefix(strings.TrimPrefix(t.Message, "lost"), ": "))
 	}

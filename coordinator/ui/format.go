@@ -102,12 +102,18 @@ func gpus(j *structs.Job) int64 {
 // jobStateClass is the CSS class that colours a job state.
 func jobStateClass(s structs.JobState) string { return "st-" + strings.ToLower(string(s)) }
 
+// stoppedTask reports whether t ended because atom stopped it: Stopped,
+// or Failed or Succeeded with a stop reason (recorded before the Stopped
+// state existed).
+func stoppedTask(t *structs.Task) bool {
+	return t.State == structs.TaskStopped || (t.StopReason != "" && (t.State == structs.TaskFailed || t.State == structs.TaskSucceeded))
+}
+
 // taskStateText is a task's state as the CLI shows it: a task atom
 // stopped shows as stopped with why, not as a crash.
 func taskStateText(t *structs.Task) string {
-	ended := t.State == structs.TaskFailed || t.State == structs.TaskSucceeded
 	switch {
-	case t.StopReason != "" && ended:
+	case stoppedTask(t):
 		return "Stopped: " + string(t.StopReason)
 	case t.StopReason != "" && t.State == structs.TaskStopping:
 		return "Stopping (" + string(t.StopReason) + ")"
@@ -118,7 +124,7 @@ func taskStateText(t *structs.Task) string {
 // taskStateClass colours a task state.
 func taskStateClass(t *structs.Task) string {
 	switch {
-	case t.StopReason != "" && (t.State == structs.TaskFailed || t.State == structs.TaskSucceeded):
+	case stoppedTask(t):
 		return "st-stopped"
 	case t.State == structs.TaskStopping:
 		return "st-stopping"

@@ -171,8 +171,7 @@ func newTaskRow(t *structs.Task, j *structs.Job, now time.Time) taskRow {
 	} else if t.Resources.Accels > 0 {
 		row.GPUs = fmt.Sprintf("%d× %s", t.Resources.Accels, orAny(t.Resources.AccelType))
 	}
-	ended := t.State == structs.TaskSucceeded || t.State == structs.TaskFailed
-	if ended && !t.StartedAt.IsZero() {
+	if t.ExitReported() && !t.StartedAt.IsZero() {
 		row.Exit = strconv.Itoa(t.ExitCode)
 	}
 	reason := t.Message

@@ -267,7 +267,10 @@ quotas:
 
 	// The stopped task's end shows in the tasks table.
 	e.store.Report(t, low.ID, structs.TaskFailed, apitest.T0.Add(2*time.Minute))
-	assert.Contains(t, e.page(t, "u1", "/ui/jobs/low-1"), `<td>2026-03-01 09:00:00</td><td>2026-03-01 09:02:00</td>`, "started, ended")
+	body = e.page(t, "u1", "/ui/jobs/low-1")
+	assert.Contains(t, body, `<td>2026-03-01 09:00:00</td><td>2026-03-01 09:02:00</td>`, "started, ended")
+	assert.Contains(t, body, `<td><span class="state st-stopped">Stopped: Preempted</span></td><td class="num">0</td><td class="reason">Preempted</td>`,
+		"stopped, as the API says, with what it exited with")
 }
 
 // The job page lists the job's events in the order they happened, as
