@@ -88,15 +88,16 @@ func TestPeersCurrentAttemptOnly(t *testing.T) {
 	}}, decode[wire.PeerList](t, body), "only attempt 1, and no endpoint before its agent reports one")
 
 	for name, c := range map[string]struct {
-		task structs.TaskID
-		tok  string
+		task  structs.TaskID
+		tok   string
+		ended structs.TaskState // replica 0 was stopped; replica 1 failed
 	}{
-		"old token, current task": {cur[0].ID, oldTok[old[0].ID]},
-		"old token, own old task": {old[0].ID, oldTok[old[0].ID]},
-		"current token, old task": {old[1].ID, tok[cur[0].ID]},
+		"old token, current task": {cur[0].ID, oldTok[old[0].ID], structs.TaskStopped},
+		"old token, own old task": {old[0].ID, oldTok[old[0].ID], structs.TaskStopped},
+		"current token, old task": {old[1].ID, tok[cur[0].ID], structs.TaskFailed},
 	} {
 		status, body := peers(c.task, c.tok)
 		assert.Equal(t, http.StatusForbidden, status, name)
-		assert.Contains(t, errMsg(t, body), "has ended (Failed): only live tasks of job mpi-1's current attempt", name)
+		assert.Contains(t, errMsg(t, body), "has ended ("+string(c.ended)+"): only live tasks of job mpi-1's current attempt", name)
 	}
 }

@@ -173,7 +173,7 @@ func TestHeartbeatAndPeers(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	status, body = hb(tok0, tasks[0].ID, `{"state": "Running"}`)
 	assert.Equal(t, http.StatusConflict, status)
-	assert.Contains(t, errMsg(t, body), "has ended (Failed): stop it")
+	assert.Contains(t, errMsg(t, body), "has ended (Stopped): stop it", "cancelled: stopped, not failed")
 
 	// Another job's token is not good for this job's tasks.
 	submit(t, e, "u2", "other-1", `{kind: command, command: [true], name: other, priority: low, resources: {cpu: "1"}}`)
