@@ -59,6 +59,7 @@ func TestDevAdoptsLeftTasks(t *testing.T) {
 	if first.State == structs.TaskRunning {
 		first = st.Tasks[1]
 	}
-	assert.Equal(t, structs.TaskLost, first.State)
+	assert.Equal(t, structs.TaskStopped, first.State)
+	assert.Equal(t, structs.StopShutdown, first.StopReason)
 	assert.Equal(t, "stopped: coordinator shutting down", first.Message)
 }

@@ -213,7 +213,8 @@ func TestDevInterruptRequeues(t *testing.T) {
 		if first.State == structs.TaskRunning {
 			first, now = now, first
 		}
-		assert.Equal(t, structs.TaskLost, first.State, id)
+		assert.Equal(t, structs.TaskStopped, first.State, id)
+		assert.Equal(t, structs.StopShutdown, first.StopReason, id)
 		assert.Equal(t, "stopped: coordinator shutting down", first.Message, id)
 		assert.Equal(t, structs.TaskRunning, now.State, id)
 	}

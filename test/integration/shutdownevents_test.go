@@ -16,7 +16,9 @@ import (
 // TestDevInterruptGangEvents: Ctrl-C on coordinator dev while a job of two
 // replicas runs requeues it, and its events say so: each replica stopped,
 // the job requeued without using a restart (Requeuing, never Restarting),
-// then pending again as attempt 2.
+// then pending again as attempt 2. Both replicas' tasks say the same:
+// Stopped for the shutdown (the second was neither lost nor stopped for
+// a gang restart), ended when their Stopped events say.
 func TestDevInterruptGangEvents(t *testing.T) {
 	tmp, data := t.TempDir(), t.TempDir()
 	dev := startDev(t, tmp, "--data-dir", data)
@@ -36,7 +38,11 @@ func TestDevInterruptGangEvents(t *testing.T) {
 	ev, err := c.JobEvents(ctx, id, client.EventQuery{})
 	require.NoError(t, err)
 	var said []string
+	stoppedAt := map[structs.TaskID]time.Time{}
 	for _, e := range ev.Events {
+		if e.Type == structs.EventStopped {
+			stoppedAt[e.Task] = e.Time
+		}
 		if e.Type == structs.EventStopped || len(said) > 0 {
 			said = append(said, fmt.Sprintf("%d %s: %s", structs.AttemptNumber(e.Attempt), e.Type, e.Message))
 		}
@@ -53,4 +59,13 @@ func TestDevInterruptGangEvents(t *testing.T) {
 	st, err := c.Job(ctx, id)
 	require.NoError(t, err)
 	assert.Zero(t, st.Job.Restarts(), "not a restart")
+	n := 0
+	for _, tk := range st.Tasks {
+		if tk.Attempt == 0 {
+			n++
+			assert.Equal(t, []any{structs.TaskStopped, structs.StopShutdown, structs.ShutdownMessage}, []any{tk.State, tk.StopReason, tk.Message}, tk.ID)
+			assert.Equal(t, stoppedAt[tk.ID], tk.EndedAt, tk.ID)
+		}
+	}
+	assert.Equal(t, 2, n)
 }

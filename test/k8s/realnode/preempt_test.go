@@ -59,7 +59,8 @@ command: [sh, -c, 'echo "normal on GPUs $ATOM_ACCELERATORS"; sleep 1000']
 	// The low job was stopped, not failed: it exited 0 from its trap,
 	// within the grace, and is requeued.
 	assert.Equal(t, structs.StopPreempted, ended.StopReason)
-	assert.Equal(t, structs.TaskSucceeded, ended.State, "the job's trap exits 0")
+	assert.Equal(t, structs.TaskStopped, ended.State, "stopped, not failed")
+	assert.Zero(t, ended.ExitCode, "the job's trap exits 0")
 	js, err := e.Job(ctx, low)
 	require.NoError(t, err)
 	assert.Equal(t, structs.JobPending, js.Job.State)
