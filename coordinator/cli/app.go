@@ -231,8 +231,9 @@ func newClient(c *cli.Context) *client.Client {
 }
 
 // readSpec reads the -f file ("-" for standard input) and refuses one
-// that holds no spec, naming it: one of 0 bytes and one of nothing but
-// comments alike.
+// that holds no spec, naming it, before any request: one of 0 bytes, of
+// nothing but whitespace, comments or a byte-order mark, and one whose
+// document is null, alike. What else is wrong with it the coordinator says.
 func readSpec(c *cli.Context) ([]byte, error) {
 	name := c.String("file")
 	var b []byte
@@ -251,19 +252,24 @@ func readSpec(c *cli.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read spec: %w", err)
 	}
-	if structs.IsEmptySpec(b) {
-		return nil, fmt.Errorf("%s is empty (only comments or whitespace): give %s in YAML or JSON", where, specKind(c))
+	what := specWhat(c)
+	var none *structs.NoSpecError
+	if _, err := structs.SpecRoot(b, what); errors.As(err, &none) {
+		if none.Null != "" {
+			return nil, usagef("%s is null (%s): give %s", where, none.Document(), structs.SpecWanted(what))
+		}
+		return nil, usagef("%s is empty (only comments or whitespace): give %s", where, structs.SpecWanted(what))
 	}
 	return b, nil
 }
 
-// specKind names the spec a command takes: "a job spec" for job submit,
-// "a node spec" for node set.
-func specKind(c *cli.Context) string {
+// specWhat names the spec a command takes: "job spec" for job submit,
+// "node spec" for node set.
+func specWhat(c *cli.Context) string {
 	if w := strings.Fields(c.Command.HelpName); len(w) >= 3 {
-		return "a " + w[len(w)-2] + " spec"
+		return w[len(w)-2] + " spec"
 	}
-	return "the spec"
+	return "spec"
 }
 
 func fileFlag(what string) *cli.StringFlag {

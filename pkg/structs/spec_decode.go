@@ -23,14 +23,13 @@ package structs
 //     bounded (billion laughs), as is nesting; tags other than the core
 //     ones (!!str, !!int, !!float, !!bool, !!null, !!map, !!seq) are refused.
 //   - The text holds exactly one document: a second one after ---, after
-//     ..., or a second JSON value after the first, is refused.
+//     ..., or a second JSON value after the first, is refused; a document
+//     marker with nothing after it is no document (spec_doc.go).
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"reflect"
 	"regexp"
@@ -59,16 +58,7 @@ func DecodeStrict(data []byte, out any, what string) error { return decodeSpec(d
 // decodeSpec strictly decodes one YAML or JSON document into out (a pointer
 // to a spec struct). what names the document in messages ("job spec").
 func decodeSpec(data []byte, out any, what string) error {
-	if len(data) > MaxSpecBytes {
-		return fmt.Errorf("%s is %d bytes: at most %d are allowed", what, len(data), MaxSpecBytes)
-	}
-	if !utf8.Valid(data) {
-		return fmt.Errorf("%s is not valid UTF-8 (first bad byte at offset %d)", what, firstBadUTF8(data))
-	}
-	if IsEmptySpec(data) {
-		return fmt.Errorf("%s is empty", what)
-	}
-	root, err := singleDocument(data, what)
+	root, err := SpecRoot(data, what)
 	if err != nil {
 		return err
 	}
@@ -88,48 +78,6 @@ func decodeSpec(data []byte, out any, what string) error {
 		return decodeError(what, err)
 	}
 	return nil
-}
-
-// singleDocument parses data and returns the root node of its only
-// document, which must be a mapping.
-func singleDocument(data []byte, what string) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s is empty", what)
-		}
-		return nil, fmt.Errorf("parse %s: %s", what, strings.Join(strings.Fields(err.Error()), " "))
-	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		// A value after ... or after a JSON value: the parser's line for it
-		// is not reliable, so none is given.
-		return nil, fmt.Errorf("%s holds several YAML documents (more follows the first): the spec must be a single document", what)
-	default:
-		return nil, fmt.Errorf("%s holds several YAML documents (a second starts at line %d): the spec must be a single document", what, next.Line)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		return nil, fmt.Errorf("%s is empty", what)
-	}
-	root := doc.Content[0]
-	switch {
-	case root.Kind == yaml.MappingNode:
-		return root, nil
-	case root.Kind == yaml.SequenceNode:
-		return nil, fmt.Errorf("%s is a YAML or JSON array: write a mapping of fields", what)
-	case root.Kind == yaml.ScalarNode && plainKind(root) == "null":
-		return nil, fmt.Errorf("%s is empty", what)
-	case root.Kind == yaml.ScalarNode:
-		kind := plainKind(root)
-		if kind != "string" && kind != "bool" {
-			kind = "number"
-		}
-		return nil, fmt.Errorf("%s is a YAML or JSON %s: write a mapping of fields", what, kind)
-	}
-	return nil, fmt.Errorf("%s is not a mapping of fields", what)
 }
 
 // checkAliases refuses alias bombs and alias cycles anywhere in the
@@ -636,18 +584,4 @@ func firstBadUTF8(b []byte) int {
 		i += n
 	}
 	return -1
-}
-
-// IsEmptySpec reports whether data holds no value: only blank lines,
-// comments, document markers, null or ~. "{}" is a mapping, not empty.
-// The command line refuses such a spec file as the server would.
-func IsEmptySpec(data []byte) bool {
-	for _, line := range strings.Split(string(data), "\n") {
-		l := strings.TrimSpace(line)
-		if l == "" || strings.HasPrefix(l, "#") || l == "---" || l == "..." || l == "null" || l == "~" {
-			continue
-		}
-		return false
-	}
-	return true
 }

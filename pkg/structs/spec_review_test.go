@@ -19,7 +19,8 @@ import (
 const singleDoc = "the spec must be a single document"
 
 // Every parser refuses every form of a second document: after ---, after
-// the document-end marker ..., and a second JSON value after the first.
+// the document-end marker ..., and a second JSON value after the first. A
+// marker with nothing after it starts no document.
 func TestSpecsRefuseASecondDocument(t *testing.T) {
 	t.Parallel()
 	parsers := []struct {
@@ -42,13 +43,15 @@ func TestSpecsRefuseASecondDocument(t *testing.T) {
 	for _, p := range parsers {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
-			// One document, with or without markers, is fine.
-			for _, ok := range []string{p.yaml, "---\n" + p.yaml, p.yaml + "...\n", "---\n" + p.yaml + "...\n# done\n", p.json, p.json + "\n"} {
+			// One document, with or without markers, is fine, and so are
+			// markers with nothing after them (a trailing ---, as kubectl
+			// takes it).
+			for _, ok := range []string{p.yaml, "---\n" + p.yaml, p.yaml + "...\n", "---\n" + p.yaml + "...\n# done\n", p.json, p.json + "\n",
+				p.yaml + "---\n", p.yaml + "...\n---\n", "---\n" + p.yaml + "---\n# none\n...\n", "---\n---\n" + p.yaml, p.json + "\n---\n"} {
 				require.NoError(t, p.parse([]byte(ok)), "%q", ok)
 			}
 			for _, two := range []string{
 				p.yaml + "---\n" + p.yaml,
-				p.yaml + "---\n",
 				p.yaml + "...\n" + p.yaml,
 				p.yaml + "...\n---\n" + p.yaml,
 				p.yaml + "...\nreplicas: 5\n",
@@ -57,6 +60,7 @@ func TestSpecsRefuseASecondDocument(t *testing.T) {
 				p.json + "\n{\"replicas\": 5}",
 				p.json + "\n[]",
 				p.json + "\n---\n" + p.json,
+				p.yaml + "---\n~\n",
 			} {
 				err := p.parse([]byte(two))
 				require.Error(t, err, "%q", two)
