@@ -93,13 +93,9 @@ func (s *server) putQuota(_ http.ResponseWriter, r *http.Request, _ caller) (int
 	if err != nil {
 		return 0, nil, err
 	}
-	body, err := readBody(r, structs.MaxSpecBytes, "a quota spec in YAML or JSON (scope, limits)")
+	q, err := readSpec(r, "quota spec", structs.ParseQuotaSpec)
 	if err != nil {
 		return 0, nil, err
-	}
-	q, err := structs.ParseQuotaSpec(body)
-	if err != nil {
-		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
 	}
 	if err := nameMatches("scope", string(q.Scope), string(scope)); err != nil {
 		return 0, nil, err
@@ -146,13 +142,9 @@ func (s *server) putPool(_ http.ResponseWriter, r *http.Request, _ caller) (int,
 	if err := objectName("pool", name); err != nil {
 		return 0, nil, err
 	}
-	body, err := readBody(r, structs.MaxSpecBytes, "a pool spec in YAML or JSON (name, project, members, lendIdle, maxPreemptNotice, minRuntime)")
+	p, err := readSpec(r, "pool spec", structs.ParsePoolSpec)
 	if err != nil {
 		return 0, nil, err
-	}
-	p, err := structs.ParsePoolSpec(body)
-	if err != nil {
-		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
 	}
 	if err := nameMatches("pool name", string(p.Name), name); err != nil {
 		return 0, nil, err
@@ -258,13 +250,9 @@ func (s *server) putNode(_ http.ResponseWriter, r *http.Request, _ caller) (int,
 	if err := nodeName(name); err != nil {
 		return 0, nil, err
 	}
-	body, err := readBody(r, structs.MaxSpecBytes, "a node spec in YAML or JSON (name, cpu, memory, ...)")
+	n, err := readSpec(r, "node spec", structs.ParseNodeSpec)
 	if err != nil {
 		return 0, nil, err
-	}
-	n, err := structs.ParseNodeSpec(body)
-	if err != nil {
-		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
 	}
 	if err := nameMatches("node name", string(n.Name), name); err != nil {
 		return 0, nil, err
@@ -405,11 +393,7 @@ func (s *server) putCluster(_ http.ResponseWriter, r *http.Request, _ caller) (i
 	if err := objectName("cluster", name); err != nil {
 		return 0, nil, err
 	}
-	body, err := readBody(r, structs.MaxSpecBytes, "a cluster spec in YAML or JSON (name, backend, redis)")
-	if err != nil {
-		return 0, nil, err
-	}
-	cl, err := parseClusterSpec(body)
+	cl, err := readSpec(r, "cluster spec", parseClusterSpec)
 	if err != nil {
 		return 0, nil, err
 	}

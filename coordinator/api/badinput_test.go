@@ -31,7 +31,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		// POST /v1/jobs
 		"submit: empty body":     {"u1", "POST", "/v1/jobs", "", 400, "request body is empty: send a job spec in YAML or JSON", nil},
 		"submit: blank body":     {"u1", "POST", "/v1/jobs", "  \n\t", 400, "request body is empty", nil},
-		"submit: only a comment": {"u1", "POST", "/v1/jobs", "# nothing\n", 400, "job spec is empty", nil},
+		"submit: only a comment": {"u1", "POST", "/v1/jobs", "# nothing\n", 400, "request body is empty: send a job spec in YAML or JSON", nil},
 		"submit: bad UTF-8":      {"u1", "POST", "/v1/jobs", "kind: command\ncommand: [true]\nname: a\xffb\n", 400, "not valid UTF-8", nil},
 		"submit: oversized":      {"u1", "POST", "/v1/jobs", huge, 400, "at most 1048576 bytes", nil},
 		"submit: unknown kind": {"u1", "POST", "/v1/jobs", `{kind: batch, name: a, command: [true], resources: {cpu: "1"}}`, 400,
@@ -175,7 +175,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		"cluster: name mismatch": {"admin", "PUT", "/v1/clusters/remote", `{name: other}`, 400, "does not match", nil},
 		"cluster: uppercase":     {"admin", "PUT", "/v1/clusters/Remote", `{name: Remote}`, 400, "cluster name", nil},
 		"cluster: too long":      {"admin", "PUT", "/v1/clusters/" + long, `{name: ` + long + `}`, 400, "cluster name", nil},
-		"cluster: not a mapping": {"admin", "PUT", "/v1/clusters/remote", `[remote]`, 400, "not a mapping", nil},
+		"cluster: not a mapping": {"admin", "PUT", "/v1/clusters/remote", `[remote]`, 400, "cluster spec is a YAML or JSON array: write a mapping of fields such as name", nil},
 		"cluster: two documents": {"admin", "PUT", "/v1/clusters/remote", "name: remote\n---\nname: other\n", 400, "several YAML documents", nil},
 		"cluster: duplicate key": {"admin", "PUT", "/v1/clusters/remote", "name: remote\nname: remote\n", 400, "name", nil},
 		"cluster: empty":         {"admin", "PUT", "/v1/clusters/remote", ``, 400, "send a cluster spec", nil},

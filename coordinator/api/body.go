@@ -33,11 +33,40 @@ func readBody(r *http.Request, limit int64, what string) ([]byte, error) {
 	case int64(len(b)) > limit:
 		return nil, errorf(http.StatusBadRequest, "request body is over %d bytes: send %s of at most %d bytes", limit, what, limit)
 	case len(bytes.TrimSpace(b)) == 0:
-		return nil, errorf(http.StatusBadRequest, "request body is empty: send %s", what)
+		return nil, emptyBody(what)
 	case !utf8.Valid(b):
 		return nil, errorf(http.StatusBadRequest, "request body is not valid UTF-8 (first bad byte at offset %d): send %s as UTF-8 text", badUTF8(b), what)
 	}
 	return b, nil
+}
+
+// emptyBody is the error for a body that holds nothing to decode.
+func emptyBody(what string) error {
+	return errorf(http.StatusBadRequest, "request body is empty: send %s", what)
+}
+
+// readSpec reads a spec body of the kind what names ("job spec") and
+// decodes it with parse. A body of nothing but whitespace, comments, a
+// byte-order mark or document markers is as empty as one of 0 bytes and
+// is answered alike; what else is wrong, parse says (a 400).
+func readSpec[T any](r *http.Request, what string, parse func([]byte) (T, error)) (T, error) {
+	var zero T
+	b, err := readBody(r, structs.MaxSpecBytes, structs.SpecWanted(what))
+	if err != nil {
+		return zero, err
+	}
+	v, err := parse(b)
+	var none *structs.NoSpecError
+	var he *httpError
+	switch {
+	case errors.As(err, &none) && none.Null == "":
+		return zero, emptyBody(structs.SpecWanted(what))
+	case errors.As(err, &he):
+		return zero, err
+	case err != nil:
+		return zero, errorf(http.StatusBadRequest, "%v", err)
+	}
+	return v, nil
 }
 
 func badUTF8(b []byte) int {
@@ -155,24 +184,18 @@ func nameMatches(what, inBody, inPath string) error {
 // YAML node is wrapped, unchanged, in a config of one cluster, and that
 // wrapping is stripped from the messages.
 func parseClusterSpec(body []byte) (*structs.Cluster, error) {
-	if multiDoc(body) {
-		return nil, errorf(http.StatusBadRequest, "cluster spec holds several YAML documents: give one")
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(body, &doc); err != nil {
-		return nil, errorf(http.StatusBadRequest, "parse cluster spec: %v", err)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, errorf(http.StatusBadRequest, "cluster spec is not a mapping: write the fields name, backend, redis, kubeconfig, namespace, image, qps, burst, heartbeatPods, serviceAccount and topology, such as name: local")
+	root, err := structs.SpecRoot(body, "cluster spec")
+	if err != nil {
+		return nil, err
 	}
 	// Refuse deep nesting before re-encoding: the encoder indents each
 	// level, so a deeply nested spec would grow several times over.
-	if deeper(doc.Content[0], maxClusterSpecDepth) {
+	if deeper(root, maxClusterSpecDepth) {
 		return nil, errorf(http.StatusBadRequest, "cluster spec nests deeper than %d levels: write the fields name, backend, redis, kubeconfig, namespace, image, qps, burst, heartbeatPods, serviceAccount and topology", maxClusterSpecDepth)
 	}
 	wrapped := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "clusters"},
-		{Kind: yaml.SequenceNode, Content: []*yaml.Node{doc.Content[0]}},
+		{Kind: yaml.SequenceNode, Content: []*yaml.Node{root}},
 	}}
 	text, err := yaml.Marshal(wrapped)
 	if err != nil {
@@ -205,24 +228,6 @@ func deeper(n *yaml.Node, limit int) bool {
 	for _, c := range n.Content {
 		if deeper(c, limit-1) {
 			return true
-		}
-	}
-	return false
-}
-
-// multiDoc reports whether a YAML document marker follows content.
-func multiDoc(data []byte) bool {
-	content := false
-	for _, line := range strings.Split(string(data), "\n") {
-		l := strings.TrimRight(line, " \t\r")
-		switch {
-		case l == "---" || strings.HasPrefix(l, "--- "):
-			if content {
-				return true
-			}
-			content = strings.TrimSpace(strings.TrimPrefix(l, "---")) != ""
-		case l != "" && !strings.HasPrefix(strings.TrimSpace(l), "#") && !strings.HasPrefix(l, "%"):
-			content = true
 		}
 	}
 	return false

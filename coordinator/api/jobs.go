@@ -23,13 +23,9 @@ func (s *server) submitJob(_ http.ResponseWriter, r *http.Request, c caller) (in
 	if err != nil {
 		return 0, nil, err
 	}
-	body, err := readBody(r, structs.MaxSpecBytes, "a job spec in YAML or JSON")
+	spec, err := readSpec(r, "job spec", structs.ParseJobSpec)
 	if err != nil {
 		return 0, nil, err
-	}
-	spec, err := structs.ParseJobSpec(body)
-	if err != nil {
-		return 0, nil, errorf(http.StatusBadRequest, "%v", err)
 	}
 	job, err := spec.ToJob(c.user)
 	if err != nil {

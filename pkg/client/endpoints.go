@@ -274,19 +274,19 @@ func putSpec(path string, spec []byte, out any) request {
 }
 
 // specField reads the top-level scalar field of a YAML or JSON spec, as
-// written, to name the object in the URL. The coordinator validates the
-// spec itself (and refuses a name that differs from the URL's).
+// written, to name the object in the URL. A spec that holds no mapping
+// (none at all, null, a list, two documents) is refused as the coordinator
+// would refuse it; the coordinator validates the rest (and refuses a name
+// that differs from the URL's).
 func specField(spec []byte, field, what string) (string, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(spec, &doc); err != nil {
-		return "", fmt.Errorf("read %s: %w", what, err)
+	root, err := structs.SpecRoot(spec, what)
+	if err != nil {
+		return "", err
 	}
-	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 && doc.Content[0].Kind == yaml.MappingNode {
-		m := doc.Content[0].Content
-		for i := 0; i+1 < len(m); i += 2 {
-			if m[i].Value == field && m[i+1].Kind == yaml.ScalarNode && m[i+1].Value != "" {
-				return m[i+1].Value, nil
-			}
+	m := root.Content
+	for i := 0; i+1 < len(m); i += 2 {
+		if m[i].Value == field && m[i+1].Kind == yaml.ScalarNode && m[i+1].Value != "" {
+			return m[i+1].Value, nil
 		}
 	}
 	return "", fmt.Errorf("%s: %s is required, such as %s: %s", what, field, field, map[string]string{"scope": "user:alice", "name": "example"}[field])
