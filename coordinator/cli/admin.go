@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/atom-sched/atom/pkg/client"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -175,18 +176,30 @@ func idle(q wire.QuotaStatus) bool {
 	return true
 }
 
-// withWeight returns quota spec with its weight replaced by w.
+// withWeight returns quota spec with its weight replaced by w, the rest
+// as written: read as the coordinator reads a spec (limits: {cpu: 010} is
+// 10 cores, not octal 8).
 func withWeight(spec []byte, w float64) ([]byte, error) {
-	j, err := yaml.YAMLToJSON(spec)
+	root, err := structs.SpecRoot(spec, "quota spec")
 	if err != nil {
-		return nil, fmt.Errorf("read quota spec: %w", err)
+		return nil, err
 	}
-	var m map[string]any
-	if err := json.Unmarshal(j, &m); err != nil || m == nil {
-		return nil, errors.New("read quota spec: it is not a mapping: write scope, limits and weight")
+	v := strconv.FormatFloat(w, 'g', -1, 64)
+	switch {
+	case math.IsNaN(w):
+		v = ".nan" // refused as YAML's NaN, naming the field
+	case math.IsInf(w, 0):
+		v = strings.Replace(v, "Inf", ".inf", 1)
 	}
-	m["weight"] = w
-	return json.Marshal(m)
+	weight := &yaml.Node{Kind: yaml.ScalarNode, Value: v}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "weight" {
+			root.Content[i+1] = weight
+			return yaml.Marshal(root)
+		}
+	}
+	root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "weight"}, weight)
+	return yaml.Marshal(root)
 }
 
 // weightOnly is a quota spec for scope with its current limits and
@@ -460,13 +473,10 @@ func clusterSet(c *cli.Context) error {
 		return err
 	}
 	api := newClient(c)
-	var named struct {
-		Name structs.ClusterID `json:"name"`
-	}
 	var before *structs.Cluster
 	var others []*structs.Cluster
-	if yaml.Unmarshal(spec, &named) == nil && named.Name != "" {
-		before, err = api.Cluster(c.Context, named.Name)
+	if name, _ := structs.SpecField(spec, "cluster spec", "name"); name != "" {
+		before, err = api.Cluster(c.Context, structs.ClusterID(name))
 		if err != nil && !errors.Is(err, client.ErrNotFound) {
 			return err
 		}

@@ -37,3 +37,13 @@ func TestClusterSetSaysWhatChanged(t *testing.T) {
 	_, err := run(t, e, "u1", "cluster", "get", "nowhere")
 	require.ErrorContains(t, err, "cluster nowhere not found")
 }
+
+// A cluster whose name YAML 1.1 reads as a boolean (no, on, y) is found
+// by its name as any other: cluster set read the name with YAML 1.1, found
+// none and called each set of it a new cluster.
+func TestClusterSetFindsTheNameAsWritten(t *testing.T) {
+	e := apitest.NewEnv(t, racks)
+	spec := file(t, "name: no\nbackend: kubernetes\n")
+	assert.Contains(t, must(t, e, "admin", "cluster", "set", "-f", spec), "cluster no added: a new cluster, beside cluster local;")
+	assert.Equal(t, "cluster no set: nothing changed\n", must(t, e, "admin", "cluster", "set", "-f", spec))
+}

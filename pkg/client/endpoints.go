@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 
-	yaml "go.yaml.in/yaml/v3"
-
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/pkg/wire"
 )
@@ -279,15 +277,9 @@ func putSpec(path string, spec []byte, out any) request {
 // would refuse it; the coordinator validates the rest (and refuses a name
 // that differs from the URL's).
 func specField(spec []byte, field, what string) (string, error) {
-	root, err := structs.SpecRoot(spec, what)
-	if err != nil {
-		return "", err
-	}
-	m := root.Content
-	for i := 0; i+1 < len(m); i += 2 {
-		if m[i].Value == field && m[i+1].Kind == yaml.ScalarNode && m[i+1].Value != "" {
-			return m[i+1].Value, nil
-		}
+	v, err := structs.SpecField(spec, what, field)
+	if err != nil || v != "" {
+		return v, err
 	}
 	return "", fmt.Errorf("%s: %s is required, such as %s: %s", what, field, field, map[string]string{"scope": "user:alice", "name": "example"}[field])
 }

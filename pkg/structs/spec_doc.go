@@ -170,3 +170,20 @@ func mappingRoot(root *yaml.Node, what string) (*yaml.Node, error) {
 	}
 	return nil, fmt.Errorf("%s is not a mapping: write a mapping of %s", what, specFields(what))
 }
+
+// SpecField returns the top-level field of a spec's text as written, when
+// it is a scalar ("" when the spec has no such field): the name or scope
+// a command puts in a request's path before the coordinator decodes the
+// spec. Its errors are SpecRoot's.
+func SpecField(data []byte, what, field string) (string, error) {
+	root, err := SpecRoot(data, what)
+	if err != nil {
+		return "", err
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k, v := root.Content[i], root.Content[i+1]; k.Value == field && v.Kind == yaml.ScalarNode {
+			return v.Value, nil
+		}
+	}
+	return "", nil
+}
