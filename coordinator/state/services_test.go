@@ -132,7 +132,7 @@ func TestBatchRestartBackoff(t *testing.T) {
 		if wait > 0 {
 			p := sched.Schedule(l.s.Snapshot(), sched.Input{Pending: l.s.Pending(), Now: now.Add(wait - time.Second)})
 			assert.Empty(t, p.Placements, "not before the back-off ends")
-			assert.Contains(t, p.Pending["b-1"].Message, fmt.Sprintf("restart back-off: restart %d; placed again at", i+1))
+			assert.Contains(t, p.Pending["b-1"].Message, fmt.Sprintf("restart back-off: attempt %d (restart %d of 3) waits until", i+2, i+1))
 		}
 		now = now.Add(wait)
 	}

@@ -9,8 +9,9 @@ import (
 )
 
 // MaxRestarts bounds how often a batch job with restartPolicy OnFailure is
-// restarted after a replica fails.
-const MaxRestarts = 3
+// restarted after a replica fails: structs.MaxRestarts, the budget job
+// status and job why show.
+const MaxRestarts = structs.MaxRestarts
 
 // MaxUnstartedRequeues bounds the requeues of one job after a task was
 // lost before it ran; a further such loss is an ordinary failure, so a

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/atom-sched/atom/pkg/structs"
 )
@@ -24,7 +23,7 @@ func (w *world) explain(f failure, cache whyCache) *Why {
 		}
 		why := &Why{Waiting: fmt.Sprintf("waiting for %d preempted low-priority job(s) to stop: %s", len(names), strings.Join(names, ", "))}
 		if f.notice.After(w.now) {
-			why.Waiting += fmt.Sprintf("; their preemption notice ends at %s (in %s)", f.notice.UTC().Format(time.RFC3339), f.notice.Sub(w.now).Round(time.Second))
+			why.Waiting += "; their preemption notice ends at " + stamp(f.notice, w.now)
 		}
 		why.render("does not fit now")
 		return why

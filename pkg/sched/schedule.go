@@ -134,12 +134,7 @@ func Schedule(snap *Snapshot, in Input) *Plan {
 			continue
 		}
 		if in.Now.Before(j.BackoffUntil) {
-			what := fmt.Sprintf("restart %d", j.Restarts())
-			if j.Kind == structs.KindService {
-				what = fmt.Sprintf("%d replica exits in a row", j.CrashLoop)
-			}
-			plan.Pending[j.ID] = &Why{Message: fmt.Sprintf("restart back-off: %s; placed again at %s (in %s)",
-				what, j.BackoffUntil.UTC().Format(time.RFC3339), j.BackoffUntil.Sub(in.Now).Round(time.Second))}
+			plan.Pending[j.ID] = &Why{Message: backoffWhy(j, in.Now)}
 			if in.OnDecision != nil {
 				in.OnDecision(j.ID, false)
 			}

@@ -240,8 +240,8 @@ func (a cost) less(b cost) bool { return slices.Compare(a[:], b[:]) < 0 }
 type protection struct {
 	job    structs.JobID
 	minRun time.Duration
-	until  time.Time     // the earliest it may be preempted
-	in     time.Duration // from now
+	until  time.Time // the earliest it may be preempted
+	now    time.Time // of the cycle that found it
 }
 
 // protectedBy is the young victim of set protected longest.
@@ -249,15 +249,15 @@ func (w *world) protectedBy(set []*victim) *protection {
 	var p *protection
 	for _, v := range set {
 		if w.young(v) && (p == nil || v.until.After(p.until)) {
-			p = &protection{job: v.job.ID, minRun: v.minRun, until: v.until, in: v.until.Sub(w.now)}
+			p = &protection{job: v.job.ID, minRun: v.minRun, until: v.until, now: w.now}
 		}
 	}
 	return p
 }
 
 func (p *protection) String() string {
-	return fmt.Sprintf("preempting would stop job %s before its pool's minimum runtime of %s; earliest at %s (in %s)",
-		p.job, shortDuration(p.minRun), p.until.UTC().Format(time.RFC3339), p.in.Round(time.Second))
+	return fmt.Sprintf("preempting would stop job %s before its pool's minimum runtime of %s; earliest at %s",
+		p.job, shortDuration(p.minRun), stamp(p.until, p.now))
 }
 
 // shortDuration is d as people write it: 10m, 1h30m, 45s.

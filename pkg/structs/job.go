@@ -127,6 +127,44 @@ func (j *Job) Restarts() int {
 	return j.Attempt - j.Preemptions - j.PreflightFailures - j.LostUnstarted - j.Interrupted
 }
 
+// MaxRestarts bounds how often a batch job with restartPolicy OnFailure is
+// restarted after a failure of its own (Restarts); requeues that are not
+// its fault use none.
+const MaxRestarts = 3
+
+// RestartSummary says how much of its restart budget batch job j has
+// used, as job status and the dashboard show it: "1 of 3 used", then the
+// requeues that used none, "; requeues that used none (not the job's
+// fault): 1 preemption". It is "" for jobs without a budget (services,
+// restartPolicy Never).
+func (j *Job) RestartSummary() string {
+	if j.Kind == KindService || j.RestartPolicy != RestartOnFailure {
+		return ""
+	}
+	s := fmt.Sprintf("%d of %d used", j.Restarts(), MaxRestarts)
+	var free []string
+	for _, n := range []struct {
+		n         int
+		one, many string
+	}{
+		{j.Preemptions, "preemption", "preemptions"},
+		{j.PreflightFailures, "failed preflight", "failed preflights"},
+		{j.LostUnstarted, "task lost before it ran", "tasks lost before they ran"},
+		{j.Interrupted, "coordinator shutdown or outage", "coordinator shutdowns or outages"},
+	} {
+		switch {
+		case n.n == 1:
+			free = append(free, "1 "+n.one)
+		case n.n > 1:
+			free = append(free, fmt.Sprintf("%d %s", n.n, n.many))
+		}
+	}
+	if len(free) > 0 {
+		s += "; requeues that used none (not the job's fault): " + strings.Join(free, ", ")
+	}
+	return s
+}
+
 // AttemptNumber is attempt a (Job.Attempt, Task.Attempt, Event.Attempt:
 // from 0) as people read and type it, counted from 1: the job's first run
 // is attempt 1, each requeue starts the next.
