@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/atom-sched/atom/pkg/client"
+	"github.com/atom-sched/atom/pkg/sched"
 	"github.com/atom-sched/atom/pkg/structs"
 	"github.com/atom-sched/atom/pkg/wire"
 )
@@ -160,30 +161,36 @@ func printSubmitted(w io.Writer, sub *wire.SubmitResponse) {
 	fmt.Fprintf(w, "job %s submitted: %s\n", sub.JobID, state)
 }
 
-// waitJob polls job id until it is Running or has ended, printing each
-// state change when print is set.
+// waitJob polls job id until it is Running or has ended, printing, when
+// print is set, a line whenever what the job waits on changes: its state
+// and reason, its attempt (a restart can come and go between two polls),
+// and while it is pending why, once per reason (a countdown in it, "(in
+// 9s)", ticking down is no new reason).
 func waitJob(c *cli.Context, cl *client.Client, id structs.JobID, print bool) (*wire.JobStatus, error) {
 	interval := c.Duration("interval")
 	poll := &jobPoller{c: c, cl: cl, id: id, interval: interval}
-	var last structs.JobState
-	var lastReason, lastWhy string
+	var last, lastWhy string
 	for {
 		js, err := poll.get()
 		if err != nil {
 			return nil, err
 		}
 		j := js.Job
-		if print && (j.State != last || j.Reason != lastReason) {
-			fmt.Fprintf(c.App.Writer, "%s  %s%s\n", when(time.Now()), j.State, reasonSuffix(j.Reason))
+		state := string(j.State)
+		if j.Attempt > 0 && !j.State.Ended() {
+			state += fmt.Sprintf(" (attempt %d)", structs.AttemptNumber(j.Attempt))
 		}
-		last, lastReason = j.State, j.Reason
+		state += reasonSuffix(j.Reason)
+		if print && state != last {
+			fmt.Fprintf(c.App.Writer, "%s  %s\n", when(now()), state)
+		}
+		last = state
 		if print && j.State == structs.JobPending {
-			// Say why it waits, and again whenever the reason changes. The
-			// job may have moved on between the two requests: then the
-			// next poll prints its new state, not "why: not pending".
-			if w, err := cl.Why(c.Context, id); err == nil && w.Pending && w.State == structs.JobPending && w.Message != "" && w.Message != lastWhy {
-				fmt.Fprintf(c.App.Writer, "%s    why: %s\n", when(time.Now()), w.Message)
-				lastWhy = w.Message
+			// The job may have moved on between the two requests: then
+			// the next poll prints its new state, not "why: not pending".
+			if w, err := cl.Why(c.Context, id); err == nil && w.Pending && w.State == structs.JobPending && w.Message != "" && sched.Steady(w.Message) != lastWhy {
+				fmt.Fprintf(c.App.Writer, "%s    why: %s\n", when(now()), w.Message)
+				lastWhy = sched.Steady(w.Message)
 			}
 		}
 		if j.State == structs.JobRunning || j.State.Ended() {
@@ -316,11 +323,14 @@ func printJob(w io.Writer, js *wire.JobStatus) {
 		kv("Duration", d)
 	}
 	kv("Attempt", structs.AttemptNumber(j.Attempt))
-	if j.ReplicaRestarts > 0 {
-		restarts := fmt.Sprintf("%d replica(s) placed again", j.ReplicaRestarts)
-		if !j.BackoffUntil.IsZero() && time.Now().Before(j.BackoffUntil) {
-			restarts += fmt.Sprintf("; back-off until %s", when(j.BackoffUntil))
-		}
+	restarts := j.RestartSummary() // a batch job's budget
+	if restarts == "" && j.ReplicaRestarts > 0 {
+		restarts = fmt.Sprintf("%d replica(s) placed again", j.ReplicaRestarts)
+	}
+	if restarts != "" && !j.State.Ended() && now().Before(j.BackoffUntil) {
+		restarts += fmt.Sprintf("; back-off until %s", when(j.BackoffUntil))
+	}
+	if restarts != "" {
 		kv("Restarts", restarts)
 	}
 	if len(j.Charged) > 0 {

@@ -95,7 +95,8 @@ func when(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05")
 }
 
-// now is the clock of ages and durations (tests set it).
+// now is the clock of ages, durations and the times job submit --wait
+// prints (tests set it).
 var now = time.Now
 
 // age is how long ago t was, as kubectl shows it ("3m12s", "5h", "2d3h";
