@@ -186,12 +186,13 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID, after str
 			if after != "" && newest.ID != after && rest != nil {
 				rest()
 			}
+			n := structs.AttemptNumber(newest.Attempt)
 			switch {
 			case after == "" || newest.ID == after:
 			case said:
-				fmt.Fprintf(c.App.ErrWriter, "--- following its next attempt (task %s)\n", newest.ID)
+				fmt.Fprintf(c.App.ErrWriter, "--- following attempt %d (task %s)\n", n, newest.ID)
 			default:
-				fmt.Fprintf(c.App.ErrWriter, "--- the job was %s; following its next attempt (task %s)\n", howRun(st, after), newest.ID)
+				fmt.Fprintf(c.App.ErrWriter, "--- the job was %s; following attempt %d (task %s)\n", howRun(st, attemptOf(st, after)), n, newest.ID)
 			}
 			return newest.ID, nil
 		case j.State.Ended():
@@ -200,7 +201,7 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID, after str
 		switch {
 		case said:
 		case after != "":
-			fmt.Fprintf(c.App.ErrWriter, "--- the job was %s; waiting for its next attempt to be placed (%s); Ctrl-C stops waiting\n", howRun(st, after), j.State)
+			fmt.Fprintf(c.App.ErrWriter, "--- the job was %s; waiting for attempt %d to be placed (%s); Ctrl-C stops waiting\n", howRun(st, attemptOf(st, after)), nextAttempt(st, after), j.State)
 		default:
 			fmt.Fprintf(c.App.ErrWriter, "waiting for job %s to be placed (%s); Ctrl-C stops waiting\n", id, j.State)
 		}
@@ -211,17 +212,35 @@ func taskToFollow(c *cli.Context, cl *client.Client, id structs.JobID, after str
 	}
 }
 
-// howRun says how a job came to run again after its task after ended:
-// "restarted" when the task's own end did it (a restart policy),
-// "requeued" when its coordinator or the scheduler stopped it (a
-// shutdown, an outage, a preemption).
-func howRun(st *wire.JobStatus, after structs.TaskID) string {
+// howRun says how job st came to run again after its attempt a (from
+// 0): "restarted" when a task of that attempt ending on its own did it (a
+// restart policy), "requeued" when its coordinator or the scheduler
+// stopped its tasks (a shutdown, an outage, a preemption).
+func howRun(st *wire.JobStatus, a int) string {
 	for _, t := range st.Tasks {
-		if t.ID == after && (t.State == structs.TaskFailed || t.State == structs.TaskSucceeded) && t.StopReason == "" {
+		if t.Attempt == a && (t.State == structs.TaskFailed || t.State == structs.TaskSucceeded) && t.StopReason == "" {
 			return "restarted"
 		}
 	}
 	return "requeued"
+}
+
+// attemptOf is task id's attempt (from 0); the job's when st lacks the
+// task.
+func attemptOf(st *wire.JobStatus, id structs.TaskID) int {
+	for _, t := range st.Tasks {
+		if t.ID == id {
+			return t.Attempt
+		}
+	}
+	return st.Job.Attempt
+}
+
+// nextAttempt is the attempt, counted from 1, that job st runs after
+// task after's: the job's current one once it has been requeued, else
+// (its other tasks still stopping) the one after the task's.
+func nextAttempt(st *wire.JobStatus, after structs.TaskID) int {
+	return structs.AttemptNumber(max(st.Job.Attempt, attemptOf(st, after)+1))
 }
 
 // followPoller reads job id for job logs -f, riding out a coordinator
@@ -268,14 +287,18 @@ func pause(c *cli.Context, id structs.JobID) error {
 // are no replicas), each line prefixed with its task, "[TASK] ", as
 // kubectl logs --prefix does. A replica placed meanwhile (a service's
 // replica placed again, a restarted job's) is followed too, once it is
-// placed; an ended one, whose stream has nothing more, never. It returns
-// when the job has ended and each stream has, or on Ctrl-C.
+// placed, and so is one that ran and ended between two looks (its whole
+// output, then its stream ends); one that had ended before the follow
+// began, never. A stderr line names each next attempt followed. It
+// returns when the job has ended and each stream has, or on Ctrl-C.
 func followReplicas(c *cli.Context, cl *client.Client, id structs.JobID) error {
 	out := &lineMux{w: c.App.Writer}
 	followed := map[structs.TaskID]bool{}
+	var before map[structs.TaskID]bool // the tasks ended at the first look
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	said := false
+	attempt := -1 // of the tasks followed last
 	poll := followPoller(c, cl, id)
 	for {
 		st, err := poll()
@@ -286,12 +309,23 @@ func followReplicas(c *cli.Context, cl *client.Client, id structs.JobID) error {
 			return err
 		}
 		j := st.Job
+		if before == nil {
+			before = map[structs.TaskID]bool{}
+			for _, t := range st.Tasks {
+				before[t.ID] = !t.State.HoldsResources()
+			}
+		}
 		ran := false
 		for _, t := range st.Tasks {
 			ran = ran || t.Executor == ""
-			if t.Executor != "" || t.Attempt != j.Attempt || !t.State.HoldsResources() || followed[t.ID] {
+			output := t.State.HoldsResources() || !t.StartedAt.IsZero() // else it never ran
+			if t.Executor != "" || t.Attempt != j.Attempt || !output || before[t.ID] || followed[t.ID] {
 				continue
 			}
+			if attempt >= 0 && t.Attempt > attempt {
+				fmt.Fprintf(c.App.ErrWriter, "--- the job was %s; following attempt %d\n", howRun(st, attempt), structs.AttemptNumber(t.Attempt))
+			}
+			attempt = max(attempt, t.Attempt)
 			followed[t.ID] = true
 			wg.Add(1)
 			go func(task structs.TaskID) {

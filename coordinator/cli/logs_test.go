@@ -190,11 +190,41 @@ func TestLogsFollowGoesOnToTheNextAttempt(t *testing.T) {
 	assert.NotEqual(t, first, second)
 	// Said on one line, or two when it waited for the placement (as it
 	// may have for the first).
-	assert.Regexp(t, `^(waiting for job `+id+` to be placed \(Pending\); Ctrl-C stops waiting\n)?--- the job was restarted; (waiting for its next attempt to be placed \(\w+\); Ctrl-C stops waiting\n--- )?following its next attempt \(task `+second+`\)\n$`, stderr.String())
+	assert.Regexp(t, `^(waiting for job `+id+` to be placed \(Pending\); Ctrl-C stops waiting\n)?--- the job was restarted; (waiting for attempt 2 to be placed \(\w+\); Ctrl-C stops waiting\n--- )?following attempt 2 \(task `+second+`\)\n$`, stderr.String())
 
 	out.Reset()
 	require.NoError(t, cli(&out, io.Discard, "job", "logs", "-f", id), "an ended job's output, to its end")
 	assert.Equal(t, "run "+second+"\n", out.String())
+}
+
+// TestLogsFollowNamesTheReplicasNextAttempt: `job logs -f ID` of a job
+// of two replicas follows both, and once the job is restarted (one
+// replica failed), both of its next attempt, saying on stderr which
+// attempt that is, counted from 1 as job status and job events count.
+func TestLogsFollowNamesTheReplicasNextAttempt(t *testing.T) {
+	cli := devCLI(t)
+	dir := t.TempDir()
+	spec := file(t, "kind: command\nname: pair\nreplicas: 2\nrestartPolicy: OnFailure\ncommand: [sh, -c, 'echo run $ATOM_TASK_ID; [ -e "+dir+"/again ] && exit 0; "+
+		"until [ -e "+dir+"/go ]; do sleep 0.01; done; [ $ATOM_REPLICA = 1 ] && : > "+dir+"/again && exit 3; exec sleep 30']\nresources: {cpu: 1}\n")
+	var out bytes.Buffer
+	require.Eventually(t, func() bool { // the cluster config lands just after start
+		out.Reset()
+		return cli(&out, io.Discard, "job", "submit", "-f", spec) == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	id := strings.Fields(out.String())[1]
+	var stdout, stderr testlog.Buffer
+	done := make(chan error, 1)
+	go func() { done <- cli(&stdout, &stderr, "job", "logs", "-f", "--interval", "10ms", id) }()
+	require.Eventually(t, func() bool { return strings.Count(stdout.String(), "\n") == 2 }, 10*time.Second, 10*time.Millisecond, "both replicas followed")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o600))
+	select {
+	case err := <-done:
+		require.NoError(t, err, "stderr: %s", stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("job logs -f did not end with the job")
+	}
+	assert.Regexp(t, `^(\[`+id+`-[01]-\w+\] run `+id+`-[01]-\w+\n){4}$`, stdout.String())
+	assert.Regexp(t, `^(waiting for job `+id+` to be placed \(Pending\); Ctrl-C stops waiting\n)?--- the job was restarted; following attempt 2\n$`, stderr.String())
 }
 
 // An edge job on the dev cluster's edge node gets its boards in

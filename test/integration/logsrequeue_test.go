@@ -59,7 +59,7 @@ func TestLogsFollowRidesOutRequeue(t *testing.T) {
 	// While no dev answers, the wait says so once per outage; those lines
 	// may fall anywhere between the notices.
 	notices := regexp.MustCompile(`(?m)^coordinator: (cannot reach the coordinator|lost the output stream from the coordinator) at [^\n]* until it answers\n`).ReplaceAllString(errOut.String(), "")
-	assert.Regexp(t, `(?m)^--- the job was requeued; (waiting for its next attempt to be placed \(\w+\); Ctrl-C stops waiting\n--- )?following its next attempt \(task `+regexp.QuoteMeta(m[2])+`\)$`, notices, errOut.String())
+	assert.Regexp(t, `(?m)^--- the job was requeued; (waiting for attempt 2 to be placed \(\w+\); Ctrl-C stops waiting\n--- )?following attempt 2 \(task `+regexp.QuoteMeta(m[2])+`\)$`, notices, errOut.String())
 	st, err := c.Job(t.Context(), id)
 	require.NoError(t, err)
 	assert.Equal(t, structs.JobSucceeded, st.Job.State, st.Job.Reason)
