@@ -10,7 +10,8 @@ import (
 
 // FuzzParseJobSpec feeds arbitrary bytes to ParseJobSpec and ToJob. Nothing
 // may panic; what is accepted must be a sane job that survives a JSON round
-// trip unchanged. Seeds live in testdata/fuzz/FuzzParseJobSpec.
+// trip unchanged, and whose Spec makes the same job again. Seeds live in
+// testdata/fuzz/FuzzParseJobSpec.
 func FuzzParseJobSpec(f *testing.F) {
 	f.Add([]byte("kind: command\nname: x\nresources: {cpu: 1}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -29,6 +30,15 @@ func FuzzParseJobSpec(f *testing.F) {
 		j2, err := s2.ToJob("u1")
 		require.NoError(t, err)
 		assert.Equal(t, j, j2, "round trip of %s", b)
+
+		// The job's spec, as the dashboard shows it, makes the same job.
+		b, err = j.Spec().YAML()
+		require.NoError(t, err)
+		s3, err := ParseJobSpec(b)
+		require.NoError(t, err, "the job's spec %s", b)
+		j3, err := s3.ToJob("u1")
+		require.NoError(t, err, "the job's spec %s", b)
+		assert.Equal(t, j, j3, "the job's spec %s", b)
 	})
 }
 

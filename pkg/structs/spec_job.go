@@ -55,13 +55,13 @@ type JobSpec struct {
 
 	Replicas     *int64        `json:"replicas,omitempty"`     // 1..MaxReplicas; default 1
 	MinAvailable *int64        `json:"minAvailable,omitempty"` // services: 1..replicas; default 1
-	Resources    ResourcesSpec `json:"resources"`              // per replica
+	Resources    ResourcesSpec `json:"resources,omitzero"`     // per replica
 
 	Cluster     ClusterID           `json:"cluster,omitempty"`
 	NodeName    NodeID              `json:"nodeName,omitempty"`
 	Selector    string              `json:"selector,omitempty"` // label selector over node tags
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-	Affinity    Affinity            `json:"affinity,omitempty"`
+	Affinity    Affinity            `json:"affinity,omitzero"`
 	Topology    *JobTopology        `json:"topology,omitempty"` // one domain of a topology level (topology.go)
 
 	// Fallbacks is the pending ladder, tried in order after DowngradeAfter.

@@ -58,7 +58,7 @@ type SparkSpec struct {
 	SparkConf map[string]string `json:"sparkConf,omitempty"`
 	// Driver sizes the driver (the job's replica 0) instead of resources.
 	Driver            *SparkDriverSpec            `json:"driver,omitempty"`
-	Executor          SparkExecutorSpec           `json:"executor,omitempty"`
+	Executor          SparkExecutorSpec           `json:"executor,omitzero"`
 	DynamicAllocation *SparkDynamicAllocationSpec `json:"dynamicAllocation,omitempty"`
 	ServiceAccount    string                      `json:"serviceAccount,omitempty"` // the driver's; executors inherit it
 	Namespace         string                      `json:"namespace,omitempty"`      // the driver's and the executors'
