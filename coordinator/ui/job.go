@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/atom-sched/atom/coordinator/api"
 	"github.com/atom-sched/atom/coordinator/state"
 	"github.com/atom-sched/atom/pkg/structs"
@@ -134,10 +132,24 @@ func jobFields(j *structs.Job, now time.Time) []field {
 		f = append(f, field{"Shape", fmt.Sprintf("fallback %d", j.Shape)})
 	}
 	f = append(f, field{"Submitted", stamp(j.SubmitTime) + " (" + ago(j.SubmitTime, now) + " ago)"})
+	if !j.FirstStartedAt.IsZero() {
+		f = append(f, field{"Started", stamp(j.FirstStartedAt)})
+	}
+	if !j.EndedAt.IsZero() {
+		f = append(f, field{"Ended", stamp(j.EndedAt)})
+	}
 	if j.State == structs.JobPending {
 		f = append(f, field{"Waiting", ago(pendingSince(j), now)})
 	}
 	f = append(f, field{"Attempt", strconv.Itoa(structs.AttemptNumber(j.Attempt))})
+	restarts := j.RestartSummary() // a batch job's budget
+	if restarts == "" && j.ReplicaRestarts > 0 {
+		restarts = plural(j.ReplicaRestarts, "replica", "replicas") + " placed again"
+	}
+	if restarts != "" && !j.State.Ended() && now.Before(j.BackoffUntil) {
+		restarts += "; back-off until " + stamp(j.BackoffUntil)
+	}
+	f = append(f, field{"Restarts", restarts})
 	if j.Preemptions > 0 {
 		f = append(f, field{"Preemptions", strconv.Itoa(j.Preemptions)})
 	}
@@ -185,24 +197,10 @@ func newTaskRow(t *structs.Task, j *structs.Job, now time.Time) taskRow {
 	return row
 }
 
-// statusFields are the job's fields that are its status, not its spec.
-var statusFields = []string{"id", "owner", "state", "reason", "submitTime", "pendingSince", "attempt", "preemptions", "shape",
-	"chargedScope", "charged", "poolOnly", "preflightFailures", "lostUnstarted", "warmUps", "replicaRestarts", "crashLoop", "backoffUntil"}
-
-// specYAML is j's spec as YAML (its status fields left out).
+// specYAML is j's spec as its user wrote it (structs.Job.Spec): the
+// fields of a spec, none of its status, which the page shows apart.
 func specYAML(j *structs.Job) string {
-	b, err := json.Marshal(j)
-	if err != nil {
-		return "(cannot show the spec: " + err.Error() + ")"
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return "(cannot show the spec: " + err.Error() + ")"
-	}
-	for _, k := range statusFields {
-		delete(m, k)
-	}
-	y, err := yaml.Marshal(m)
+	y, err := j.Spec().YAML()
 	if err != nil {
 		return "(cannot show the spec: " + err.Error() + ")"
 	}

@@ -156,6 +156,23 @@ resources: {accelerators: {type: A100, count: 2}}
     await shot(page, "job-logs");
     console.log(`ok: following the log showed tick ${first}, then up to tick ${later} as they were written`);
 
+    step = "the job page's Spec is the spec as submitted, without the job's status";
+    await page.click("section details summary");
+    await page.locator("pre.spec").waitFor({ state: "visible", timeout: wait });
+    const spec = await page.locator("pre.spec").textContent();
+    const submitted = `kind: command
+name: ticker
+command:
+  - sh
+  - -c
+  - i=0; while :; do echo "tick $i"; i=$((i+1)); sleep 0.3; done
+resources:
+  cpu: "2"
+  memory: 1Gi
+`;
+    if (spec !== submitted) throw new Error("the Spec section shows:\n" + spec);
+    console.log("ok: the Spec section shows the ticker's spec as submitted");
+
     step = "cancelling from the job page ends the job";
     await Promise.all([page.waitForURL(/done=cancel/), page.click("#cancel")]);
     await text(page, "#job-state", "Cancelled");

@@ -92,7 +92,7 @@ func freeAddr(t *testing.T) string {
 // submitted job in Jobs and Queue with why it waits; a low job preempted
 // by a normal one, both with their events; the Nodes page showing the
 // GPUs the running job holds; a running task's log followed as it is
-// written; a job cancelled from its page; another user who sees none of
+// written; a job's Spec as submitted; a job cancelled from its page; another user who sees none of
 // it. Screenshots of each page go to the test's artifact directory (go
 // test -artifacts keeps them).
 func TestDashboard(t *testing.T) {
