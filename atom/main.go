@@ -76,7 +76,7 @@ func app() *cli.App {
 	})
 	// A flag on the command line wins over its ATOM_* variable, which is
 	// read only for a flag not given (after fetchTaskEnv has set them).
-	cliusage.EnvAfterFlags(a.Commands)
+	cliusage.EnvAfterFlags(a)
 	return a
 }
 

@@ -12,48 +12,63 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// EnvAfterFlags makes every flag of cmds, and of their subcommands at any
-// depth, take its value from its environment variables only when the
-// command line does not give it: a flag given explicitly wins over its
-// variable, which is then not even read, so a bad one stops nothing.
+// EnvAfterFlags makes every flag of app, its own (the flags before the
+// command) and those of its commands and their subcommands at any depth,
+// take its value from its environment variables only when the command
+// line does not give it: a flag given explicitly wins over its variable,
+// which is then not even read, so a bad one stops nothing.
 //
 // urfave/cli/v2 reads a flag's EnvVars in the flag's Apply, before it
 // parses the command line, and fails on a value it cannot parse whatever
 // the command line says; neither IsSet nor a flag's Action runs before
 // that. So each flag with EnvVars is wrapped: its Apply leaves them out,
-// and the command's Before (before any Before set earlier) sets each
-// flag the command line left unset from the first of its variables that
-// is set, as urfave picks it, parsed by the flag's own parser. A value
-// it cannot parse is a usage error naming the variable, its value, the
-// flag and what the flag takes, given to the command's OnUsageError as
-// the command line's are. An empty variable sets a string flag to empty
-// and leaves any other flag unset (urfave sets a bool flag to false).
-// Help still lists the variables; Source and Given tell where a value
-// came from.
-func EnvAfterFlags(cmds []*cli.Command) {
+// and the Before of the app or command that has it (before any Before
+// set earlier) sets each flag the command line left unset from the first
+// of its variables that is set, as urfave picks it, parsed by the flag's
+// own parser. A value it cannot parse is a usage error naming the
+// variable, its value, the flag and what the flag takes, given to the
+// OnUsageError of the app or command as the command line's are. An
+// empty variable sets a string flag to empty and leaves any other flag
+// unset (urfave sets a bool flag to false). Help still lists the
+// variables; Source and Given tell where a value came from. The app's
+// own flags' variables are read before any command is, as urfave reads
+// them: a bad one stops every command (and a command's --help), not the
+// app's --help.
+func EnvAfterFlags(app *cli.App) {
+	app.Flags, app.Before = envAfter(app.Flags, app.Before)
+	envAfterCommands(app.Commands)
+}
+
+func envAfterCommands(cmds []*cli.Command) {
 	for _, c := range cmds {
-		// A new slice: commands may share one, and each gets its own
-		// wrappers, which keep where their values came from.
-		flags, wrapped := slices.Clone(c.Flags), false
-		for i, f := range flags {
-			if w := wrapEnv(f); w != nil {
-				flags[i], wrapped = w, true
-			}
+		c.Flags, c.Before = envAfter(c.Flags, c.Before)
+		envAfterCommands(c.Subcommands)
+	}
+}
+
+// envAfter returns flags with those that have variables wrapped, and
+// before preceded by reading them; flags and before as they are when
+// none has.
+func envAfter(flags []cli.Flag, before cli.BeforeFunc) ([]cli.Flag, cli.BeforeFunc) {
+	// A new slice: commands may share one, and each gets its own
+	// wrappers, which keep where their values came from.
+	wrapped, some := slices.Clone(flags), false
+	for i, f := range wrapped {
+		if w := wrapEnv(f); w != nil {
+			wrapped[i], some = w, true
 		}
-		if wrapped {
-			c.Flags = flags
-			before := c.Before
-			c.Before = func(ctx *cli.Context) error {
-				if err := applyEnv(ctx); err != nil {
-					return err
-				}
-				if before != nil {
-					return before(ctx)
-				}
-				return nil
-			}
+	}
+	if !some {
+		return flags, before
+	}
+	return wrapped, func(ctx *cli.Context) error {
+		if err := applyEnv(ctx); err != nil {
+			return err
 		}
-		EnvAfterFlags(c.Subcommands)
+		if before != nil {
+			return before(ctx)
+		}
+		return nil
 	}
 }
 
@@ -123,8 +138,8 @@ func lookupEnv(vars []string) (name, value string, ok bool) {
 	return "", "", false
 }
 
-// applyEnv sets the flags of c's command that the command line did not
-// give from their variables.
+// applyEnv sets the flags of c's command (the app's, at the top) that
+// the command line did not give from their variables.
 func applyEnv(c *cli.Context) error {
 	for _, fl := range c.Command.Flags {
 		f, ok := fl.(*envFlag)
@@ -201,15 +216,18 @@ func Given(c *cli.Context, name string) string {
 	return fmt.Sprintf("--%s %v", name, c.Value(name))
 }
 
-// findEnvFlag is the envFlag named name of c's command or of a command
-// above it, or nil.
+// findEnvFlag is the flag named name nearest c, of c's command or of a
+// command above it (the app's at the top), if it is an envFlag; nil if
+// it is not, or there is none. A command's flag hides one of the same
+// name above it, as urfave reads it.
 func findEnvFlag(c *cli.Context, name string) *envFlag {
 	for _, ctx := range c.Lineage() {
 		if ctx.Command == nil {
 			continue
 		}
 		for _, fl := range ctx.Command.Flags {
-			if f, ok := fl.(*envFlag); ok && slices.Contains(f.Names(), name) {
+			if slices.Contains(fl.Names(), name) {
+				f, _ := fl.(*envFlag)
 				return f
 			}
 		}

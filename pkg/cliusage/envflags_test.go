@@ -43,7 +43,7 @@ func envApp(out *bytes.Buffer) (*cli.App, *string) {
 	OnEveryCommand(app.Commands, func(c *cli.Context, err error, _ bool) error {
 		return fmt.Errorf("%w (see %s --help)", DurationHint(err, c.Command.Flags), c.Command.HelpName)
 	})
-	EnvAfterFlags(app.Commands)
+	EnvAfterFlags(app)
 	return app, seen
 }
 
@@ -113,9 +113,10 @@ func TestEnvAfterFlagsRequired(t *testing.T) {
 		var got string
 		cmd := &cli.Command{Name: "c", Flags: []cli.Flag{&cli.StringFlag{Name: "id", Required: true, EnvVars: []string{"T_ID"}}},
 			Action: func(c *cli.Context) error { got = c.String("id"); return nil }}
-		EnvAfterFlags([]*cli.Command{cmd})
 		var out bytes.Buffer
-		err := (&cli.App{Name: "t", Writer: &out, ErrWriter: &out, Commands: []*cli.Command{cmd}}).Run([]string{"t", "c"})
+		app := &cli.App{Name: "t", Writer: &out, ErrWriter: &out, Commands: []*cli.Command{cmd}}
+		EnvAfterFlags(app)
+		err := app.Run([]string{"t", "c"})
 		if err == nil && got != "x" {
 			return fmt.Errorf("got %q", got)
 		}
@@ -132,12 +133,65 @@ func TestEnvAfterFlagsShared(t *testing.T) {
 	flags := []cli.Flag{&cli.StringFlag{Name: "host", EnvVars: []string{"T_HOST"}}}
 	var got []string
 	action := func(c *cli.Context) error { got = append(got, c.String("host")+" from "+Source(c, "host")); return nil }
-	cmds := []*cli.Command{{Name: "a", Flags: flags, Action: action}, {Name: "b", Flags: flags, Action: action}}
-	EnvAfterFlags(cmds)
-	EnvAfterFlags(cmds) // again: nothing changes
-	app := &cli.App{Name: "t", Commands: cmds}
+	app := &cli.App{Name: "t", Commands: []*cli.Command{{Name: "a", Flags: flags, Action: action}, {Name: "b", Flags: flags, Action: action}}}
+	EnvAfterFlags(app)
+	EnvAfterFlags(app) // again: nothing changes
 	require.NoError(t, app.Run([]string{"t", "a"}))
 	require.NoError(t, app.Run([]string{"t", "b", "--host", "h"}))
 	require.NoError(t, app.Run([]string{"t", "b"}))
 	assert.Equal(t, []string{"e from T_HOST", "h from --host", "e from T_HOST"}, got)
+}
+
+// The app's own flags (given before the command) are read as a
+// command's: a flag wins over its variable, a variable is read for a
+// flag not given, before the app's Before, and one that cannot be parsed
+// is a usage error of the app. A command's flag of the same name hides
+// the app's for Source and Given.
+func TestEnvAfterFlagsApp(t *testing.T) {
+	cases := map[string]struct {
+		env  map[string]string
+		args string
+		want string // what the command saw, or the error
+	}{
+		"default":         {args: "get", want: "30s from T_TIMEOUT, --timeout 30s"},
+		"flag over bad":   {env: map[string]string{"T_TIMEOUT": "banana"}, args: "--timeout 2s get", want: "2s from --timeout, --timeout 2s"},
+		"variable":        {env: map[string]string{"T_TIMEOUT": "3s"}, args: "get", want: "3s from T_TIMEOUT, T_TIMEOUT=3s (flag --timeout)"},
+		"command's own":   {env: map[string]string{"T_TIMEOUT": "3s"}, args: "wait --timeout 5s", want: "5s from --timeout, --timeout 5s"},
+		"bad variable":    {env: map[string]string{"T_TIMEOUT": "banana"}, args: "get", want: `invalid value "banana" for $T_TIMEOUT (flag --timeout): a duration is a number with a unit, e.g. 5s, 10m or 1h30m (see t --help)`},
+		"refused, Before": {env: map[string]string{"T_TIMEOUT": "-1s"}, args: "get", want: "T_TIMEOUT=-1s (flag --timeout): use 0 or more"},
+		"refused flag":    {env: map[string]string{"T_TIMEOUT": "1s"}, args: "--timeout=-2s get", want: "--timeout -2s: use 0 or more"},
+		"app's help":      {env: map[string]string{"T_TIMEOUT": "banana"}, args: "--help", want: ""}, // runs no command
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var seen string
+			action := func(c *cli.Context) error {
+				seen = fmt.Sprintf("%s from %s, %s", c.Duration("timeout"), Source(c, "timeout"), Given(c, "timeout"))
+				return nil
+			}
+			var out bytes.Buffer
+			app := &cli.App{Name: "t", Writer: &out, ErrWriter: &out,
+				Flags: []cli.Flag{&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, EnvVars: []string{"T_TIMEOUT"}}},
+				Before: func(c *cli.Context) error {
+					if c.Duration("timeout") < 0 {
+						return fmt.Errorf("%s: use 0 or more", Given(c, "timeout"))
+					}
+					return nil
+				},
+				Commands: []*cli.Command{{Name: "get", Action: action},
+					{Name: "wait", Flags: []cli.Flag{&cli.DurationFlag{Name: "timeout"}}, Action: action}},
+				OnUsageError: func(_ *cli.Context, err error, _ bool) error { return fmt.Errorf("%w (see t --help)", err) },
+			}
+			EnvAfterFlags(app)
+			err := app.Run(append([]string{"t"}, strings.Fields(tc.args)...))
+			if err != nil {
+				assert.EqualError(t, err, tc.want)
+				return
+			}
+			assert.Equal(t, tc.want, seen)
+		})
+	}
 }
