@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,12 +63,15 @@ func App() *cli.App {
 			if err := checkAddr(c); err != nil {
 				return err
 			}
+			if talks(c) && c.Duration("timeout") < 0 {
+				return usagef("%s: use 0 (no limit) or more, a duration such as 30s", cliusage.Given(c, "timeout"))
+			}
 			// The app's --timeout, kept apart from job wait's own.
 			c.App.Metadata = map[string]any{timeoutKey: c.Duration("timeout")}
 			if ca := c.String("tls-ca"); ca != "" {
 				cfg, err := client.TLSConfig(ca)
 				if err != nil {
-					return usagef("--tls-ca: %v", err)
+					return usagef("%s: %v", cliusage.Source(c, "tls-ca"), err)
 				}
 				c.App.Metadata[tlsKey] = cfg
 			}
@@ -88,6 +92,10 @@ func App() *cli.App {
 	cliusage.OnEveryCommand(app.Commands, func(c *cli.Context, err error, _ bool) error {
 		return usagef("%v (see %s --help)", cliusage.DurationHint(err, c.Command.Flags), c.Command.HelpName)
 	})
+	// A flag on the command line wins over its variable ($ATOM_TIMEOUT
+	// for --timeout), which is read only for a flag not given; a bad
+	// variable is a usage error naming it.
+	cliusage.EnvAfterFlags(app)
 	return app
 }
 
@@ -192,11 +200,11 @@ func flagsFirst(c *cli.Context) string {
 // switch.
 func takesValue(cmd *cli.Command, name string) bool {
 	for _, f := range cmd.Flags {
-		for _, n := range f.Names() {
-			if n == name {
-				_, isBool := f.(*cli.BoolFlag)
-				return !isBool
-			}
+		if slices.Contains(f.Names(), name) {
+			// A switch (a bool flag) takes none, wrapped by
+			// cliusage.EnvAfterFlags or not.
+			d, ok := f.(cli.DocGenerationFlag)
+			return ok && d.TakesValue()
 		}
 	}
 	return false
@@ -287,14 +295,24 @@ func unknownCommand(err error) error {
 	return cli.Exit("unknown command "+strings.TrimPrefix(err.Error(), prefix)+" (--help lists the commands)", ExitCode(err))
 }
 
-// checkAddr refuses an --addr (or $ATOM_ADDR) that names no coordinator,
-// before any request: "http://a:7071,http://b:7072" was retried until
-// --timeout and then reported as a coordinator that did not answer. A
-// host:port without a scheme is http://, as the client takes it. The
-// commands that run a coordinator do not use it.
-func checkAddr(c *cli.Context) error {
+// talks reports whether the command c runs talks to a coordinator: the
+// commands that run one, help and completion do not, nor does the app
+// without a command.
+func talks(c *cli.Context) bool {
 	switch c.Args().First() {
 	case "server", "dev", "help", "h", "completion", "":
+		return false
+	}
+	return true
+}
+
+// checkAddr refuses an --addr (or $ATOM_ADDR, named when the value came
+// from it) that names no coordinator, before any request:
+// "http://a:7071,http://b:7072" was retried until --timeout and then
+// reported as a coordinator that did not answer. A host:port without a
+// scheme is http://, as the client takes it.
+func checkAddr(c *cli.Context) error {
+	if !talks(c) {
 		return nil
 	}
 	addr := client.New(c.String("addr"), "").Addr()
@@ -312,7 +330,7 @@ func checkAddr(c *cli.Context) error {
 		}
 	}
 	if err != nil {
-		return usagef("--addr %q is not allowed (%v): give one coordinator's URL, such as http://127.0.0.1:7070 (https:// with TLS); any server of a cluster answers", c.String("addr"), err)
+		return usagef("%s %q is not allowed (%v): give one coordinator's URL, such as http://127.0.0.1:7070 (https:// with TLS); any server of a cluster answers", cliusage.Source(c, "addr"), c.String("addr"), err)
 	}
 	return nil
 }

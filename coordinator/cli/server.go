@@ -21,6 +21,7 @@ import (
 	"github.com/atom-sched/atom/coordinator/keyring"
 	"github.com/atom-sched/atom/coordinator/kube"
 	"github.com/atom-sched/atom/coordinator/server"
+	"github.com/atom-sched/atom/pkg/cliusage"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -334,7 +335,7 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 	if path := c.String("keyring"); path != "" {
 		k, err := keyring.Load(path)
 		if err != nil {
-			return cfg, err
+			return cfg, fmt.Errorf("%s: %w", cliusage.Source(c, "keyring"), err)
 		}
 		cfg.Keyring = k
 	}
@@ -352,7 +353,7 @@ func daemonConfig(c *cli.Context) (daemon.Config, error) {
 		// name another place there.
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return cfg, fmt.Errorf("--plugin-dir %q: %w", dir, err)
+			return cfg, fmt.Errorf("%s %q: %w", cliusage.Source(c, "plugin-dir"), dir, err)
 		}
 		cfg.PluginDir = abs
 	}
