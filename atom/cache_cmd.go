@@ -20,6 +20,7 @@ import (
 
 	"github.com/atom-sched/atom/atom/internal/cachefs"
 	"github.com/atom-sched/atom/pkg/cache"
+	"github.com/atom-sched/atom/pkg/cliusage"
 	"github.com/atom-sched/atom/pkg/structs"
 )
 
@@ -54,27 +55,55 @@ func cacheCommand() *cli.Command {
 	}
 }
 
+// cacheClient connects to the cache Redis of c's flags, for the cache
+// commands: its errors are "atom cache: " and dialCache's, with its exit
+// status.
 func cacheClient(c *cli.Context) (*cache.Client, error) {
-	addr := c.String("redis")
-	if addr == "" && os.Getenv("REDIS_HOST") != "" {
-		port := os.Getenv("REDIS_PORT")
-		if port == "" {
-			port = "6379"
-		}
-		addr = net.JoinHostPort(os.Getenv("REDIS_HOST"), port)
+	cl, code, err := dialCache(c)
+	if err != nil {
+		return nil, cli.Exit("atom cache: "+err.Error(), code)
 	}
-	if addr == "" {
-		addr = "127.0.0.1:6379"
+	return cl, nil
+}
+
+// dialCache connects to the cache Redis at --redis (or ATOM_CACHE_REDIS),
+// else at REDIS_HOST:REDIS_PORT (6379 without REDIS_PORT), else at
+// 127.0.0.1:6379, and checks its layout. An address that is not
+// host:port and a --timeout of 0 or less are refused, naming where they
+// came from, with exitUsage; a Redis that does not answer within
+// --timeout fails with 1, naming where its address came from.
+func dialCache(c *cli.Context) (*cache.Client, int, error) {
+	addr, from := c.String("redis"), cliusage.Source(c, "redis")
+	switch {
+	case addr != "":
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, exitUsage, fmt.Errorf("%s: use the cache Redis's host:port, such as 127.0.0.1:6379", cliusage.Given(c, "redis"))
+		}
+	case os.Getenv("REDIS_HOST") != "":
+		port := os.Getenv("REDIS_PORT")
+		from = "REDIS_HOST and REDIS_PORT"
+		if port == "" {
+			port, from = "6379", "REDIS_HOST, port 6379"
+		}
+		addr = net.JoinHostPort(os.Getenv("REDIS_HOST"), port) // host:port, whatever they hold
+	default:
+		addr, from = "127.0.0.1:6379", "the default: none of --redis, ATOM_CACHE_REDIS and REDIS_HOST is set"
+	}
+	if c.Duration("timeout") <= 0 {
+		return nil, exitUsage, fmt.Errorf("%s: use more than 0 (a duration such as 10s)", cliusage.Given(c, "timeout"))
 	}
 	cl, err := cache.New(cache.Options{Addr: addr, Timeout: c.Duration("timeout")})
 	if err != nil {
-		return nil, cli.Exit("atom cache: "+err.Error(), exitUsage)
+		return nil, exitUsage, err
 	}
 	if err := cl.Init(c.Context); err != nil {
 		cl.Close()
-		return nil, cli.Exit("atom cache: "+err.Error(), 1)
+		if errors.Is(err, cache.ErrUnavailable) {
+			err = fmt.Errorf("%w (address from %s)", err, from)
+		}
+		return nil, 1, err
 	}
-	return cl, nil
+	return cl, 0, nil
 }
 
 // args returns the command's n arguments (n == 1: optional, "/" when
@@ -309,7 +338,7 @@ func cacheMount(c *cli.Context) error {
 	// live: collect less often (measured: fewer GC cycles and madvise
 	// calls under make bench-fuse).
 	debug.SetGCPercent(400)
-	cl, err := cacheClient(c)
+	cl, _, err := dialCache(c)
 	if err != nil {
 		return failf(err)
 	}

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,12 +76,25 @@ func TestCacheNamesRefused(t *testing.T) {
 	assert.Empty(t, out)
 }
 
-// A Redis that is down is named once, with what atom was doing and why.
+// A Redis that is down is named once, with what atom was doing, why,
+// and where its address came from.
 func TestCacheRedisDownSaysWhy(t *testing.T) {
 	t.Parallel()
 	srv := cachetest.StartRedis(t)
 	srv.Stop()
-	code, out := exitCode(t, atomCmd(t, []string{"ATOM_CACHE_REDIS=" + srv.Addr}, "cache", "ls", "--timeout", "500ms"))
-	assert.Equal(t, 1, code)
-	assert.Equal(t, "atom cache: redis "+srv.Addr+" not reachable for 500ms while checking the cache's layout: connection refused\n", out)
+	host, port, err := net.SplitHostPort(srv.Addr)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		from string
+		env  []string
+		args []string
+	}{
+		{"ATOM_CACHE_REDIS", []string{"ATOM_CACHE_REDIS=" + srv.Addr}, nil},
+		{"REDIS_HOST and REDIS_PORT", []string{"REDIS_HOST=" + host, "REDIS_PORT=" + port}, nil},
+		{"--redis", []string{"ATOM_CACHE_REDIS=127.0.0.1:6379"}, []string{"--redis", srv.Addr}},
+	} {
+		code, out := exitCode(t, atomCmd(t, c.env, append([]string{"cache", "ls", "--timeout", "500ms"}, c.args...)...))
+		assert.Equal(t, 1, code)
+		assert.Equal(t, "atom cache: redis "+srv.Addr+" not reachable for 500ms while checking the cache's layout: connection refused (address from "+c.from+")\n", out)
+	}
 }

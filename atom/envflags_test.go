@@ -38,7 +38,7 @@ func TestFlagBeatsVariable(t *testing.T) {
 	// Another command's flags too: the cache's --timeout.
 	code, out := exitCode(t, atomCmd(t, []string{"ATOM_CACHE_TIMEOUT=banana"}, "cache", "ls", "--timeout", "1s", "--redis", "nowhere"))
 	assert.Equal(t, 2, code, out)
-	assert.Equal(t, "atom cache: cache redis address \"nowhere\": use host:port\n", out, "the timeout is not what is refused")
+	assert.Equal(t, "atom cache: --redis nowhere: use the cache Redis's host:port, such as 127.0.0.1:6379\n", out, "the timeout is not what is refused")
 }
 
 // TestBadVariable: a variable that is set, whose flag is not given, and
@@ -87,6 +87,38 @@ func TestBadVariable(t *testing.T) {
 			assert.Equal(t, 2, code, out)
 			assert.Equal(t, "atom: "+tc.want+"\n", out)
 			assert.NoFileExists(t, marker)
+		})
+	}
+}
+
+// TestCacheFlagsRefused: atom cache refuses an address that is not
+// host:port and a --timeout of 0 or less (which once meant the default
+// 10s), naming the flag or the variable the value came from, with exit
+// code 2 (5 for cache mount, whose failures all are), before any request.
+func TestCacheFlagsRefused(t *testing.T) {
+	t.Parallel()
+	const timeout, redis = "use more than 0 (a duration such as 10s)", "use the cache Redis's host:port, such as 127.0.0.1:6379"
+	cases := map[string]struct {
+		env  []string
+		args []string
+		code int
+		want string
+	}{
+		"zero timeout":     {env: []string{"ATOM_CACHE_TIMEOUT=0"}, args: []string{"ls"}, code: 2, want: "atom cache: ATOM_CACHE_TIMEOUT=0 (flag --timeout): " + timeout},
+		"negative timeout": {env: []string{"ATOM_CACHE_TIMEOUT=-1s"}, args: []string{"du", "a/b"}, code: 2, want: "atom cache: ATOM_CACHE_TIMEOUT=-1s (flag --timeout): " + timeout},
+		"zero timeout flag": {env: []string{"ATOM_CACHE_TIMEOUT=5s"}, args: []string{"ls", "--timeout", "0"}, code: 2,
+			want: "atom cache: --timeout 0s: " + timeout},
+		"mount":         {env: []string{"ATOM_CACHE_TIMEOUT=0"}, args: []string{"mount", t.TempDir()}, code: 5, want: "atom cache mount: ATOM_CACHE_TIMEOUT=0 (flag --timeout): " + timeout},
+		"address":       {env: []string{"ATOM_CACHE_REDIS=redis.example"}, args: []string{"ls"}, code: 2, want: "atom cache: ATOM_CACHE_REDIS=redis.example (flag --redis): " + redis},
+		"address flag":  {env: []string{"REDIS_HOST=127.0.0.1"}, args: []string{"ls", "--redis", "redis.example"}, code: 2, want: "atom cache: --redis redis.example: " + redis},
+		"address first": {env: []string{"ATOM_CACHE_REDIS=x", "ATOM_CACHE_TIMEOUT=0"}, args: []string{"ls"}, code: 2, want: "atom cache: ATOM_CACHE_REDIS=x (flag --redis): " + redis},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			code, out := exitCode(t, atomCmd(t, tc.env, append([]string{"cache"}, tc.args...)...))
+			assert.Equal(t, tc.code, code, out)
+			assert.Equal(t, tc.want+"\n", out)
 		})
 	}
 }
