@@ -87,7 +87,24 @@ func SpecRoot(data []byte, what string) (*yaml.Node, error) {
 	if blankText(data) {
 		return nil, &NoSpecError{What: what}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	text, err := parserText(data, what)
+	if err != nil {
+		return nil, err
+	}
+	root, err := document(text, what)
+	if err != nil {
+		root, err = withoutTabLines(text, what, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return mappingRoot(root, what)
+}
+
+// document parses text and returns the root node of its one document
+// that holds something (spec_text.go says what text the parser reads).
+func document(text []byte, what string) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(text))
 	var root *yaml.Node
 	for {
 		var doc yaml.Node
@@ -97,7 +114,7 @@ func SpecRoot(data []byte, what string) (*yaml.Node, error) {
 			if root == nil {
 				return nil, &NoSpecError{What: what}
 			}
-			return mappingRoot(root, what)
+			return root, nil
 		case err != nil && root != nil:
 			// A value after ... or after a JSON value: the parser's line
 			// for it is not reliable, so none is given.
