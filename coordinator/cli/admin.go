@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,20 +177,13 @@ func idle(q wire.QuotaStatus) bool {
 
 // withWeight returns quota spec with its weight replaced by w, the rest
 // as written: read as the coordinator reads a spec (limits: {cpu: 010} is
-// 10 cores, not octal 8).
+// 10 cores, not octal 8). w is a weight structs.ValidWeight takes.
 func withWeight(spec []byte, w float64) ([]byte, error) {
 	root, err := structs.SpecRoot(spec, "quota spec")
 	if err != nil {
 		return nil, err
 	}
-	v := strconv.FormatFloat(w, 'g', -1, 64)
-	switch {
-	case math.IsNaN(w):
-		v = ".nan" // refused as YAML's NaN, naming the field
-	case math.IsInf(w, 0):
-		v = strings.Replace(v, "Inf", ".inf", 1)
-	}
-	weight := &yaml.Node{Kind: yaml.ScalarNode, Value: v}
+	weight := &yaml.Node{Kind: yaml.ScalarNode, Value: strconv.FormatFloat(w, 'g', -1, 64)}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "weight" {
 			root.Content[i+1] = weight
@@ -231,7 +223,17 @@ func gpuHours(s float64) string {
 // pct writes a fraction as a whole percentage.
 func pct(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
 
+// quotaSet sets a quota from -f FILE, its weight replaced by --weight
+// when given, or sets only the weight of a scope. A --weight the
+// coordinator would refuse is refused first, alike with -f or without
+// (without, NaN could not even be sent).
 func quotaSet(c *cli.Context) error {
+	w := c.Float64("weight")
+	if c.IsSet("weight") {
+		if err := structs.ValidWeight("--weight", w); err != nil {
+			return usageError{err.Error()}
+		}
+	}
 	var spec []byte
 	var err error
 	switch {
@@ -243,21 +245,25 @@ func quotaSet(c *cli.Context) error {
 			return err
 		}
 		if c.IsSet("weight") {
-			spec, err = withWeight(spec, c.Float64("weight"))
+			if spec, err = withWeight(spec, w); err != nil {
+				return sentSpec(c, "set", err)
+			}
 		}
 	case c.IsSet("weight"):
-		a, aerr := args(c, "SCOPE")
-		if aerr != nil {
-			return aerr
+		a, err := args(c, "SCOPE")
+		if err != nil {
+			return err
 		}
-		spec, err = weightOnly(c, structs.Scope(a[0]), c.Float64("weight"))
+		if spec, err = weightOnly(c, structs.Scope(a[0]), w); err != nil {
+			return err
+		}
 	default:
 		return usagef("usage: %s: give the quota spec (-f FILE), or --weight W and the scope", c.Command.HelpName)
 	}
-	if err != nil {
-		return err
-	}
 	q, err := newClient(c).SetQuota(c.Context, spec)
+	if err != nil && c.IsSet("file") {
+		return sentSpec(c, "set", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -312,7 +318,7 @@ func poolSet(c *cli.Context) error {
 	}
 	p, err := newClient(c).SetPool(c.Context, spec)
 	if err != nil {
-		return err
+		return sentSpec(c, "set", err)
 	}
 	return show(c, p, func(w io.Writer) { fmt.Fprintf(w, "pool %s set\n", p.Name) })
 }
@@ -398,7 +404,7 @@ func nodeSet(c *cli.Context) error {
 	}
 	n, err := newClient(c).SetNode(c.Context, spec)
 	if err != nil {
-		return err
+		return sentSpec(c, "set", err)
 	}
 	return show(c, n, func(w io.Writer) { fmt.Fprintf(w, "node %s set: %s\n", n.Name, n.Capacity) })
 }
@@ -488,7 +494,7 @@ func clusterSet(c *cli.Context) error {
 	}
 	cl, err := api.SetCluster(c.Context, spec)
 	if err != nil {
-		return err
+		return sentSpec(c, "set", err)
 	}
 	said := clusterChanges(before, cl)
 	if before == nil && len(others) > 0 {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -241,9 +242,11 @@ func newClient(c *cli.Context) *client.Client {
 // readSpec reads the -f file ("-" for standard input) and refuses one
 // that holds no spec, naming it, before any request: one of 0 bytes, of
 // nothing but whitespace, comments or a byte-order mark, and one whose
-// document is null, alike. What else is wrong with it the coordinator says.
+// document is null, alike. A file that cannot be read is refused the same
+// way. What else is wrong with it the coordinator says.
 func readSpec(c *cli.Context) ([]byte, error) {
 	name := c.String("file")
+	what := specWhat(c)
 	var b []byte
 	var err error
 	where := "spec file " + name
@@ -252,15 +255,13 @@ func readSpec(c *cli.Context) ([]byte, error) {
 		if r == nil {
 			r = os.Stdin
 		}
-		b, err = io.ReadAll(r)
+		if b, err = io.ReadAll(r); err != nil {
+			return nil, fmt.Errorf("read the spec on standard input: %w", err)
+		}
 		where = "the spec on standard input"
-	} else {
-		b, err = os.ReadFile(name)
+	} else if b, err = os.ReadFile(name); err != nil {
+		return nil, unreadable(name, what, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read spec: %w", err)
-	}
-	what := specWhat(c)
 	var none *structs.NoSpecError
 	if _, err := structs.SpecRoot(b, what); errors.As(err, &none) {
 		if none.Null != "" {
@@ -269,6 +270,29 @@ func readSpec(c *cli.Context) ([]byte, error) {
 		return nil, usagef("%s is empty (only comments or whitespace): give %s", where, structs.SpecWanted(what))
 	}
 	return b, nil
+}
+
+// unreadable is the usage error for spec file name, which could not be
+// read (err): it names the file and says what to give instead.
+func unreadable(name, what string, err error) error {
+	instead := "give the path of a file that holds the " + what + ", or - to read it from standard input"
+	if st, serr := os.Stat(name); serr == nil && st.IsDir() {
+		return usagef("spec file %s is a directory: %s", name, instead)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return usagef("spec file %s does not exist: %s", name, instead)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the file is named already
+	}
+	return usagef("spec file %s cannot be read: %v", name, err)
+}
+
+// sentSpec names the -f file in err, a refusal of the spec a command read
+// from it: "set FILE: ...", as job submit's "submit FILE: ...".
+func sentSpec(c *cli.Context, verb string, err error) error {
+	return fmt.Errorf("%s %s: %w", verb, c.String("file"), err)
 }
 
 // specWhat names the spec a command takes: "job spec" for job submit,

@@ -214,7 +214,7 @@ func TestSubmitErrorsSayWhy(t *testing.T) {
 	_, err = run(t, e, "u1", "job", "submit", "-f", file(t, `{kind: command, command: [true], name: a, resources: {accelerators: {type: A100, count: 9}}}`))
 	assert.ErrorContains(t, err, "can never fit")
 	_, err = run(t, e, "u1", "job", "submit", "-f", filepath.Join(t.TempDir(), "missing.yaml"))
-	assert.ErrorContains(t, err, "read spec")
+	assert.ErrorContains(t, err, "missing.yaml does not exist")
 	_, err = run(t, e, "u1", "job", "submit")
 	assert.ErrorContains(t, err, `Required flag "file" not set`)
 }

@@ -121,7 +121,7 @@ func jobSubmit(c *cli.Context) error {
 		return unreachableExit(cl, fmt.Sprintf("submit %s (retry with --request-id %s)", c.String("file"), reqID), err)
 	}
 	if err != nil {
-		return fmt.Errorf("submit %s: %w", c.String("file"), err)
+		return sentSpec(c, "submit", err)
 	}
 	f, err := format(c)
 	if err != nil {

@@ -19,9 +19,10 @@ func TestQuotaSetWeightReadsTheSpecAsWritten(t *testing.T) {
 	assert.Equal(t, "quota for user:u2 set: cpu=10 memory=1Gi\n", must(t, e, "admin", "quota", "set", "-f", f, "--weight", "2.5"))
 	assert.Contains(t, must(t, e, "admin", "quota", "get", "-o", "json", "user:u2"), `"weight": 2.5`)
 
-	_, err := run(t, e, "admin", "quota", "set", "-f", file(t, `{"scope": "user:u2", "limits": {"gpu": 0x10}}`), "--weight", "2")
-	require.EqualError(t, err, `limits["gpu"] "0x10" is not allowed: use a quantity such as 8`)
+	hex := file(t, `{"scope": "user:u2", "limits": {"gpu": 0x10}}`)
+	_, err := run(t, e, "admin", "quota", "set", "-f", hex, "--weight", "2")
+	require.EqualError(t, err, "set "+hex+`: limits["gpu"] "0x10" is not allowed: use a quantity such as 8`)
 	_, err = run(t, e, "admin", "quota", "set", "-f", f, "--weight", "NaN")
-	require.EqualError(t, err, "weight NaN is not allowed: use a finite number")
+	require.EqualError(t, err, "--weight NaN is not allowed: use a number above 0 and at most 1e+06 (default 1)")
 	assert.Contains(t, must(t, e, "admin", "quota", "get", "-o", "json", "user:u2"), `"weight": 2.5`)
 }

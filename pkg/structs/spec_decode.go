@@ -25,6 +25,8 @@ package structs
 //   - The text holds exactly one document: a second one after ---, after
 //     ..., or a second JSON value after the first, is refused; a document
 //     marker with nothing after it is no document (spec_doc.go).
+//   - A %YAML 1.2 directive and lines of only spaces and tabs, which the
+//     parser refuses, are taken (spec_text.go).
 
 import (
 	"encoding/json"
