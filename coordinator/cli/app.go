@@ -242,8 +242,9 @@ func newClient(c *cli.Context) *client.Client {
 // readSpec reads the -f file ("-" for standard input) and refuses one
 // that holds no spec, naming it, before any request: one of 0 bytes, of
 // nothing but whitespace, comments or a byte-order mark, and one whose
-// document is null, alike. A file that cannot be read is refused the same
-// way. What else is wrong with it the coordinator says.
+// document is null, alike. A file that cannot be read, and one over
+// structs.MaxSpecBytes (read no further), are refused the same way. What
+// else is wrong with it the coordinator says.
 func readSpec(c *cli.Context) ([]byte, error) {
 	name := c.String("file")
 	what := specWhat(c)
@@ -255,12 +256,15 @@ func readSpec(c *cli.Context) ([]byte, error) {
 		if r == nil {
 			r = os.Stdin
 		}
-		if b, err = io.ReadAll(r); err != nil {
+		if b, err = io.ReadAll(io.LimitReader(r, structs.MaxSpecBytes+1)); err != nil {
 			return nil, fmt.Errorf("read the spec on standard input: %w", err)
 		}
 		where = "the spec on standard input"
-	} else if b, err = os.ReadFile(name); err != nil {
+	} else if b, err = readFileUpTo(name, structs.MaxSpecBytes+1); err != nil {
 		return nil, unreadable(name, what, err)
+	}
+	if len(b) > structs.MaxSpecBytes {
+		return nil, usagef("%s is over %d bytes: a %s is at most %d bytes (1 MiB)", where, structs.MaxSpecBytes, what, structs.MaxSpecBytes)
 	}
 	var none *structs.NoSpecError
 	if _, err := structs.SpecRoot(b, what); errors.As(err, &none) {
@@ -270,6 +274,16 @@ func readSpec(c *cli.Context) ([]byte, error) {
 		return nil, usagef("%s is empty (only comments or whitespace): give %s", where, structs.SpecWanted(what))
 	}
 	return b, nil
+}
+
+// readFileUpTo reads at most n bytes of file name.
+func readFileUpTo(name string, n int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
 }
 
 // unreadable is the usage error for spec file name, which could not be

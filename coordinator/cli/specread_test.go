@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/atom-sched/atom/coordinator/api/apitest"
+	"github.com/atom-sched/atom/pkg/structs"
 )
 
 // noRequests is a coordinator that must not be asked anything, and the
@@ -57,6 +58,14 @@ func TestSpecFileUnreadable(t *testing.T) {
 		require.EqualError(t, err, "spec file "+dir+" is a directory"+instead, c.args)
 		assert.Equal(t, 2, ExitCode(err), c.args)
 	}
+
+	// One over the size a spec may have is read no further than that,
+	// and refused alike: it was sent whole, to be refused by the
+	// coordinator.
+	big := file(t, "name: a\n"+strings.Repeat("#", structs.MaxSpecBytes))
+	err := runAt("node", "set", "-f", big)
+	require.EqualError(t, err, "spec file "+big+" is over 1048576 bytes: a node spec is at most 1048576 bytes (1 MiB)")
+	assert.Equal(t, 2, ExitCode(err))
 	assert.Zero(t, requests.Load(), "no request was made")
 }
 
