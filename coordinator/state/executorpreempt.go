@@ -114,9 +114,11 @@ func (s *State) liveTasks(id structs.JobID) bool {
 }
 
 // stopVictim stops every live task of low job p.Victim for p.Preemptor
-// (it is requeued once they have stopped), or with p.Replicas only the
-// replicas p.Tasks names (a service, which runs on with the others and
-// places them again once stopped), recording it on both jobs.
+// (the attempt is stopped whole: it is requeued once they have stopped),
+// or with p.Replicas only the replicas p.Tasks names (a service, which
+// runs on with the others and places them again once stopped),
+// recording it on both jobs. With nothing of it live any more, it does
+// nothing.
 func (s *State) stopVictim(p sched.Preemption, now time.Time) {
 	v := s.Jobs[p.Victim]
 	if v == nil || v.State.Ended() || v.Priority != structs.PriorityLow {
@@ -148,11 +150,14 @@ func (s *State) stopVictim(p sched.Preemption, now time.Time) {
 			}
 		}
 	}
+	if len(replicas) == 0 {
+		// Stopped or gone since the plan's snapshot (restarting after a
+		// failure, requeued, ...): that stop stands, this one frees
+		// nothing and is not recorded.
+		return
+	}
 	what := "its tasks"
 	if p.Replicas {
-		if len(replicas) == 0 {
-			return // stopped or gone since the plan's snapshot
-		}
 		slices.Sort(replicas)
 		what = "replicas " + joinInts(replicas)
 		if len(replicas) == 1 {
@@ -163,7 +168,12 @@ func (s *State) stopVictim(p sched.Preemption, now time.Time) {
 		})
 	} else {
 		s.dropHeld(p.Victim) // a spark job's executors' room goes with it
-		s.putJob(p.Victim, func(j *structs.Job) { j.Reason = "preempted by " + string(p.Preemptor) })
+		s.putJob(p.Victim, func(j *structs.Job) {
+			j.Reason = "preempted by " + string(p.Preemptor)
+			if j.AttemptStop == "" {
+				j.AttemptStop = structs.StopPreempted // requeued once they have stopped (afterStop)
+			}
+		})
 	}
 	on := ""
 	if len(nodes) > 0 {

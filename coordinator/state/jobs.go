@@ -88,6 +88,7 @@ func (c *JobSubmit) apply(s *State) (any, error) {
 	jj.State, jj.Reason = structs.JobPending, ""
 	jj.SubmitTime, jj.PendingSince, jj.StartedAt, jj.EndedAt = c.Now, c.Now, time.Time{}, time.Time{}
 	jj.Attempt, jj.Preemptions, jj.Shape, jj.PreflightFailures, jj.LostUnstarted, jj.Interrupted = 0, 0, 0, 0, 0, 0
+	jj.AttemptStop = ""
 	jj.PoolOnly = a.PoolOnly
 	jj.Charged, jj.ChargedScope = nil, ""
 	if a.Charge != nil {

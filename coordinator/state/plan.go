@@ -128,6 +128,10 @@ func (s *State) place(pl *sched.Placement, uses sched.Uses, now time.Time, token
 		if j.State == structs.JobPending {
 			j.State, j.Reason = structs.JobScheduled, ""
 		}
+		// A service given replicas (by a plan made before it was
+		// preempted whole) runs on: its attempt is no longer stopped
+		// whole.
+		j.AttemptStop = ""
 		j.Shape = pl.Shape
 		if j.Priority == structs.PriorityNormal {
 			j.Charged, j.ChargedScope = pl.Charge, ""

@@ -377,6 +377,7 @@ func (s *State) endJobSaying(id structs.JobID, st structs.JobState, reason, said
 	s.putJob(id, func(j *structs.Job) {
 		j.State, j.Reason, j.Charged, j.ChargedScope = st, reason, nil, ""
 		j.EndedAt = now
+		j.AttemptStop = "" // its end decides: nothing follows
 	})
 	s.Ended[id] = now
 	if s.live[nameOf(j)] == id {

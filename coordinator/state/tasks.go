@@ -222,13 +222,17 @@ func (s *State) interrupted(j *structs.Job, t *structs.Task, e, end structs.Task
 
 // restart stops the live tasks of job id's current attempt for stop
 // (StopGang, or StopShutdown when its coordinator shut down) so that it
-// is requeued with reason once they have stopped (afterStop); with none
-// left to stop, it is requeued now. Its event says whether this uses one
+// is requeued with reason once they have stopped (afterStop, by the
+// attempt's AttemptStop: stop, unless a stop was ordered before); with
+// none left to stop, it is requeued now. Its event says whether this uses one
 // of the job's restarts (counted: its own failure, Restarting) or not (a
 // coordinator's shutdown or outage, a task lost before it ran, a failed
 // preflight: Requeuing, which says so).
 func (s *State) restart(id structs.JobID, reason string, now time.Time, counted bool, stop structs.StopReason) {
 	j := s.Jobs[id]
+	if j.AttemptStop == "" {
+		j = s.putJob(id, func(j *structs.Job) { j.AttemptStop = stop })
+	}
 	stopped := 0
 	for _, x := range s.TasksOf(id) {
 		if x.Attempt == j.Attempt && (x.State == structs.TaskScheduled || x.State == structs.TaskRunning) {
@@ -310,16 +314,47 @@ func (s *State) holding(j *structs.Job) bool {
 	return false
 }
 
-// afterStop runs when a task atom stopped has ended.
+// afterStop runs when a task of job id's current attempt that the
+// coordinator stopped (for reason) has ended. Once none of the attempt's
+// tasks holds resources, the job decides what follows, never the task
+// that happened to end last:
+//
+//   - a job that ended (cancelled, failed, succeeded) stays as it ended;
+//   - a service scaled to 0 meanwhile stays parked;
+//   - an attempt stopped whole (AttemptStop, the first such stop
+//     ordered) is requeued: preempted, counting a preemption (failing
+//     past maxPreemptions); restarted or shut down, with the job's
+//     reason (the restart, or the requeue that was not its fault, was
+//     counted when the stop was ordered);
+//   - a service whose replicas were stopped one by one (preempted,
+//     scaled down, restarted for new configs), or exited meanwhile,
+//     runs on: the cycle places its missing replicas.
+//
+// The first stop ordered wins because, once it is, every task of the
+// attempt is stopping: what comes after (a replica's exit, a failed
+// warm-up, a preemption planned on an older snapshot) finds nothing left
+// to stop, and is often the stop's own doing (its SIGTERM's exit code).
 func (s *State) afterStop(id structs.JobID, reason structs.StopReason, now time.Time) {
 	j := s.Jobs[id]
 	if j.Kind == structs.KindService && reason == structs.StopPreempted {
 		s.pruneEnded(id) // a service preempted replica by replica keeps the newest only
 	}
-	if j.State.Ended() || s.holding(j) || (j.Kind == structs.KindService && j.ShapeAt(j.Shape).Replicas == 0) {
+	if j.State.Ended() || s.holding(j) {
+		return
+	}
+	stop := j.AttemptStop
+	if stop == "" && j.Kind != structs.KindService {
+		// A state from before AttemptStop was kept: a batch attempt's
+		// tasks all stop for the one stop ordered first.
+		stop = reason
+	}
+	if j.AttemptStop != "" {
+		j = s.putJob(id, func(j *structs.Job) { j.AttemptStop = "" })
+	}
+	if j.Kind == structs.KindService && j.ShapeAt(j.Shape).Replicas == 0 {
 		return // a service scaled to 0 meanwhile stays parked, not requeued
 	}
-	switch reason {
+	switch stop {
 	case structs.StopPreempted:
 		limit := j.MaxPreemptions
 		if limit == 0 {
@@ -344,6 +379,7 @@ func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempte
 		j.StartedAt = time.Time{}
 		j.Attempt++
 		j.WarmUps = nil
+		j.AttemptStop = ""
 		j.PendingSince = now
 		if preempted {
 			j.Preemptions++

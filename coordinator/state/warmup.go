@@ -47,9 +47,12 @@ func (c *WarmUpEnd) apply(s *State) (any, error) {
 	if j == nil || j.State.Ended() || j.Attempt != c.Attempt || j.WarmingUp(c.Cluster) == nil {
 		return nil, nil
 	}
-	if c.Error != "" {
+	if c.Error != "" && j.AttemptStop == "" {
 		s.warmUpFailed(j, c.Cluster, c.Error, c.Now)
 	} else {
+		// Done; or failed for an attempt being stopped whole already
+		// (preempted, restarting): that stop decides what follows, and
+		// the next attempt warms its cache again.
 		s.dropWarmUp(j.ID, c.Cluster)
 	}
 	return nil, nil

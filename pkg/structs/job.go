@@ -280,6 +280,17 @@ type Job struct {
 	// stopped them when every coordinator server was down
 	// (ReasonDisconnected): not restarts.
 	Interrupted int `json:"interrupted,omitempty"`
+	// AttemptStop is why the coordinator is stopping the current attempt
+	// whole (every task it still ran), while those tasks stop:
+	// StopPreempted (preempted whole), StopGang (restarted, or requeued
+	// by no fault of its own), StopShutdown (its coordinator shut down).
+	// The first such stop ordered is kept; once the attempt's last task
+	// has ended it decides what follows, whichever task ends last and
+	// whatever that one was stopped for. Empty when no such stop is
+	// under way: a service's replicas stopped one by one (preempted,
+	// scaled down, restarted for new configs) are placed again as it
+	// runs on.
+	AttemptStop StopReason `json:"attemptStop,omitempty"`
 	// WarmUps are the cache warm-ups the job's placed tasks wait for
 	// (one per cluster that lacked its datasets); empty when none.
 	WarmUps []WarmUp `json:"warmUps,omitempty"`
