@@ -304,9 +304,19 @@ func unreadable(name, what string, err error) error {
 }
 
 // sentSpec names the -f file in err, a refusal of the spec a command read
-// from it: "set FILE: ...", as job submit's "submit FILE: ...".
+// from it: "set FILE: ...", as job submit's "submit FILE: ..."; "the spec
+// on standard input" for -f -.
 func sentSpec(c *cli.Context, verb string, err error) error {
-	return fmt.Errorf("%s %s: %w", verb, c.String("file"), err)
+	return fmt.Errorf("%s %s: %w", verb, specSource(c), err)
+}
+
+// specSource names where the -f spec came from: the file, or standard
+// input for -f -.
+func specSource(c *cli.Context) string {
+	if name := c.String("file"); name != "-" {
+		return name
+	}
+	return "the spec on standard input"
 }
 
 // specWhat names the spec a command takes: "job spec" for job submit,

@@ -80,3 +80,19 @@ func TestSpecFileWithTrailingSeparator(t *testing.T) {
 	require.EqualError(t, err, "submit "+two+": job spec holds several YAML documents (a second starts at line 4): the spec must be a single document")
 	assert.Equal(t, 1, ExitCode(err))
 }
+
+// A refusal of a spec read from standard input (-f -) says so, rather
+// than naming a file called "-".
+func TestRefusedSpecOnStandardInputSaysSo(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	two := "kind: command\nname: a\ncommand: [run]\n---\nkind: command\nname: b\ncommand: [run]\n"
+	for _, tc := range []struct{ args, verb string }{{"job submit", "submit"}, {"pool set", "set"}} {
+		var out bytes.Buffer
+		app := App()
+		app.Reader, app.Writer, app.ErrWriter = strings.NewReader(two), &out, &out
+		err := app.RunContext(context.Background(), append([]string{"coordinator", "--addr", e.URL(), "--token", e.Tokens["admin"]}, append(strings.Fields(tc.args), "-f", "-")...))
+		spec := strings.Fields(tc.args)[0] + " spec"
+		require.EqualError(t, err, tc.verb+" the spec on standard input: "+spec+" holds several YAML documents (a second starts at line 4): the spec must be a single document", tc.args)
+		assert.Equal(t, 1, ExitCode(err), tc.args)
+	}
+}

@@ -118,7 +118,7 @@ func jobSubmit(c *cli.Context) error {
 	}
 	sub, err := cl.SubmitJob(c.Context, spec, reqID)
 	if err != nil && unreachable(err) && c.Context.Err() == nil {
-		return unreachableExit(cl, fmt.Sprintf("submit %s (retry with --request-id %s)", c.String("file"), reqID), err)
+		return unreachableExit(cl, fmt.Sprintf("submit %s (retry with --request-id %s)", specSource(c), reqID), err)
 	}
 	if err != nil {
 		return sentSpec(c, "submit", err)
