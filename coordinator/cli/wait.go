@@ -64,6 +64,9 @@ func jobWait(c *cli.Context) error {
 	if cond != "running" && cond != "complete" {
 		return usagef("--for %q is not allowed: use running or complete", c.String("for"))
 	}
+	if d := c.Duration("timeout"); d < 0 {
+		return usagef("--timeout %s is not allowed: use 0 (wait for ever) or more, a duration such as 10m", d)
+	}
 	// The timeout is checked after each look, so a timed-out wait says
 	// the state it last saw.
 	var deadline time.Time
