@@ -74,6 +74,8 @@ func app() *cli.App {
 	cliusage.OnEveryCommand(a.Commands, func(c *cli.Context, err error, _ bool) error {
 		return fmt.Errorf("%w (see %s --help)", cliusage.DurationHint(err, c.Command.Flags), c.Command.HelpName)
 	})
+	// help job submit shows what job submit --help does.
+	cliusage.HelpCommand(a)
 	// A flag on the command line wins over its ATOM_* variable, which is
 	// read only for a flag not given (after fetchTaskEnv has set them).
 	cliusage.EnvAfterFlags(a)

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,4 +86,16 @@ func TestHelpDespiteBadVariable(t *testing.T) {
 	assert.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "(default: 30s) [$ATOM_TIMEOUT]")
 	assert.Contains(t, stdout, `(default: "http://127.0.0.1:7070") [$ATOM_ADDR]`)
+
+	// A command's help too: the app's variables are read before the
+	// command's, and used to stop it.
+	for _, tc := range []struct{ args, want string }{
+		{"job list --help", "coordinator job list - list the jobs"},
+		{"help job", "coordinator job - submit, list"},
+		{"job wait -h", "coordinator job wait - wait until"},
+	} {
+		code, stdout, stderr := coordinator(t, []string{"ATOM_TIMEOUT=banana", "ATOM_ADDR=nowhere:x"}, strings.Fields(tc.args)...)
+		assert.Equal(t, 0, code, "%s: %s", tc.args, stderr)
+		assert.Contains(t, stdout, tc.want, tc.args)
+	}
 }

@@ -93,6 +93,8 @@ func App() *cli.App {
 	cliusage.OnEveryCommand(app.Commands, func(c *cli.Context, err error, _ bool) error {
 		return usagef("%v (see %s --help)", cliusage.DurationHint(err, c.Command.Flags), c.Command.HelpName)
 	})
+	// help job submit shows what job submit --help does.
+	cliusage.HelpCommand(app)
 	// A flag on the command line wins over its variable ($ATOM_TIMEOUT
 	// for --timeout), which is read only for a flag not given; a bad
 	// variable is a usage error naming it.
@@ -344,9 +346,12 @@ func unknownCommand(err error) error {
 }
 
 // talks reports whether the command c runs talks to a coordinator: the
-// commands that run one, help and completion do not, nor does the app
-// without a command.
+// commands that run one, help (a command's --help too) and completion do
+// not, nor does the app without a command.
 func talks(c *cli.Context) bool {
+	if cliusage.AsksHelp(c) {
+		return false
+	}
 	switch c.Args().First() {
 	case "server", "dev", "help", "h", "completion", "":
 		return false

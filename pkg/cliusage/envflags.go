@@ -32,8 +32,8 @@ import (
 // unset (urfave sets a bool flag to false). Help still lists the
 // variables; Source and Given tell where a value came from. The app's
 // own flags' variables are read before any command is, as urfave reads
-// them: a bad one stops every command (and a command's --help), not the
-// app's --help.
+// them: a bad one stops every command, but not help (AsksHelp), which
+// shows the flag's default instead.
 func EnvAfterFlags(app *cli.App) {
 	app.Flags, app.Before = envAfter(app.Flags, app.Before)
 	envAfterCommands(app.Commands)
@@ -155,6 +155,9 @@ func applyEnv(c *cli.Context) error {
 			continue
 		}
 		if err := c.Set(f.Names()[0], value); err != nil {
+			if AsksHelp(c) {
+				continue // help shows; the command it is for does not run
+			}
 			err = fmt.Errorf("invalid value %q for $%s (flag --%s): %s", value, name, f.Names()[0], takes(f.fullFlag, value, err))
 			if c.Command.OnUsageError != nil {
 				return c.Command.OnUsageError(c, err, true)
@@ -164,6 +167,28 @@ func applyEnv(c *cli.Context) error {
 		f.from, f.raw = name, value
 	}
 	return nil
+}
+
+// AsksHelp reports whether the rest of c's command line asks for help
+// rather than running a command: -h or --help before any "--", or the
+// help command ("help", "h") of a command that has subcommands (the
+// app's among them).
+func AsksHelp(c *cli.Context) bool {
+	args := c.Args().Slice()
+	if c.Command == nil || len(c.Command.Subcommands) > 0 {
+		if first := c.Args().First(); first == "help" || first == "h" {
+			return true
+		}
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "--help", "-help":
+			return true
+		}
+	}
+	return false
 }
 
 // takes says what f takes, for a value it could not parse (err).

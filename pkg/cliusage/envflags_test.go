@@ -161,6 +161,9 @@ func TestEnvAfterFlagsApp(t *testing.T) {
 		"refused, Before": {env: map[string]string{"T_TIMEOUT": "-1s"}, args: "get", want: "T_TIMEOUT=-1s (flag --timeout): use 0 or more"},
 		"refused flag":    {env: map[string]string{"T_TIMEOUT": "1s"}, args: "--timeout=-2s get", want: "--timeout -2s: use 0 or more"},
 		"app's help":      {env: map[string]string{"T_TIMEOUT": "banana"}, args: "--help", want: ""}, // runs no command
+		"command's help":  {env: map[string]string{"T_TIMEOUT": "banana"}, args: "get --help", want: ""},
+		"help command":    {env: map[string]string{"T_TIMEOUT": "banana"}, args: "help get", want: ""},
+		"-- then -h":      {env: map[string]string{"T_TIMEOUT": "banana"}, args: "get -- -h", want: `invalid value "banana" for $T_TIMEOUT (flag --timeout): a duration is a number with a unit, e.g. 5s, 10m or 1h30m (see t --help)`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -192,6 +195,9 @@ func TestEnvAfterFlagsApp(t *testing.T) {
 				return
 			}
 			assert.Equal(t, tc.want, seen)
+			if strings.Contains(tc.args, "help") {
+				assert.Contains(t, out.String(), "USAGE:", "help shows whatever the variables hold")
+			}
 		})
 	}
 }
