@@ -132,7 +132,7 @@ func TestSubmitWaitSaysWhatChanged(t *testing.T) {
 	g.poll(func() { fail(id+"-0-a3", at(time.Minute+31*time.Second)) }) // no restart left
 	err := <-done
 	require.Error(t, err)
-	assert.Equal(t, "job flaky-00001 failed: replica 0 failed with exit code 1", err.Error())
+	assert.Equal(t, "job flaky-00001 failed: replica 0 failed with exit code 1 (no restarts left: 3 of 3 used)", err.Error())
 	assert.Equal(t, ""+
 		"job flaky-00001 submitted: Pending\n"+
 		"2026-03-01 09:03:12  Pending\n"+
@@ -143,6 +143,6 @@ func TestSubmitWaitSaysWhatChanged(t *testing.T) {
 		"2026-03-01 09:03:12    why: restart back-off: attempt 3 (restart 2 of 3) waits until 2026-03-01T09:01:10Z (in 9s)\n"+
 		"2026-03-01 09:03:12  Pending (attempt 4): restarting: replica 0 failed with exit code 1\n"+
 		"2026-03-01 09:03:12    why: restart back-off: attempt 4 (restart 3 of 3) waits until 2026-03-01T09:01:30Z (in 19s)\n"+
-		"2026-03-01 09:03:12  Failed: replica 0 failed with exit code 1\n",
+		"2026-03-01 09:03:12  Failed: replica 0 failed with exit code 1 (no restarts left: 3 of 3 used)\n",
 		out.String())
 }

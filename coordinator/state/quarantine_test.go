@@ -130,7 +130,7 @@ func TestPreflightKeepsRestartBudget(t *testing.T) {
 	l.report(t0, structs.TaskFailed, 1, "r-1")
 	r := l.s.Jobs["r-1"]
 	assert.Equal(t, structs.JobFailed, r.State)
-	assert.Equal(t, "replica 0 failed with exit code 1", r.Reason)
+	assert.Equal(t, "replica 0 failed with exit code 1 (no restarts left: 3 of 3 used)", r.Reason)
 	assert.Equal(t, 1+state.MaxRestarts, r.Attempt)
 }
 

@@ -428,7 +428,7 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e structs.TaskEvent
 	why := fmt.Sprintf("replica %d %s", t.Index, describeExit(e))
 	restarts := j.Restarts()
 	if j.RestartPolicy != structs.RestartOnFailure || restarts >= MaxRestarts {
-		s.endJob(id, structs.JobFailed, why, e.Time, structs.StopJobEnded)
+		s.endJob(id, structs.JobFailed, why+noRestartsLeft(j, restarts), e.Time, structs.StopJobEnded)
 		return
 	}
 	// Restart the whole job: siblings stop; once they have, it is
@@ -475,6 +475,15 @@ func endMessage(e structs.TaskEvent) string {
 		m = strings.ToValidUTF8(m[:limit], "") + "..."
 	}
 	return m
+}
+
+// noRestartsLeft is what a Failed reason adds for a job whose restart
+// policy would have restarted it, had it a restart left.
+func noRestartsLeft(j *structs.Job, used int) string {
+	if j.RestartPolicy != structs.RestartOnFailure {
+		return ""
+	}
+	return fmt.Sprintf(" (no restarts left: %d of %d used)", used, MaxRestarts)
 }
 
 func describeExit(e structs.TaskEvent) string {

@@ -82,7 +82,7 @@ func TestLostBeforeStartIsBounded(t *testing.T) {
 	l.lost(l.live("r-1").ID)
 	r := l.s.Jobs["r-1"]
 	assert.Equal(t, structs.JobFailed, r.State, "past MaxUnstartedRequeues a loss is a failure, and the restarts are used up")
-	assert.Equal(t, "replica 0 was lost: no heartbeat for 15s", r.Reason)
+	assert.Equal(t, "replica 0 was lost: no heartbeat for 15s (no restarts left: 3 of 3 used)", r.Reason)
 }
 
 // In a gang, the siblings of a replica lost before it started stop, then

@@ -143,7 +143,7 @@ func (s *State) warmUpFailed(j *structs.Job, cluster structs.ClusterID, msg stri
 	}
 	restarts := j.Restarts()
 	if j.RestartPolicy != structs.RestartOnFailure || restarts >= MaxRestarts {
-		s.endJob(j.ID, structs.JobFailed, why, now, structs.StopCancelled)
+		s.endJob(j.ID, structs.JobFailed, why+noRestartsLeft(j, restarts), now, structs.StopCancelled)
 		return
 	}
 	s.putJob(j.ID, func(j *structs.Job) {

@@ -96,7 +96,7 @@ func TestWarmUpFailedRestartsOrFails(t *testing.T) {
 	l.must(&state.WarmUpEnd{Job: "r-1", Cluster: "b", Attempt: state.MaxRestarts, Error: "redis 127.0.0.1:1 unavailable", Now: t0})
 	r := l.s.Jobs["r-1"]
 	assert.Equal(t, structs.JobFailed, r.State)
-	assert.Equal(t, "WarmUpFailed: cache warm-up of cluster b failed: redis 127.0.0.1:1 unavailable", r.Reason)
+	assert.Equal(t, "WarmUpFailed: cache warm-up of cluster b failed: redis 127.0.0.1:1 unavailable (no restarts left: 3 of 3 used)", r.Reason)
 
 	n := dataJob("n-1", st.NewJob("n", "u1").Low().CPU(1, 1))
 	n.Cluster = "b"
