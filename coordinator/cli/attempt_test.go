@@ -52,9 +52,9 @@ func TestAttemptsCountFromOne(t *testing.T) {
 		"2026-03-01 09:00:00  Started     1        replica 1 started on c1\n"+
 		"2026-03-01 09:00:00  Running     1        running: 2 replica(s) started\n"+
 		"2026-03-01 09:01:00  Failed      1        replica 1 failed with exit code 1\n"+
-		"2026-03-01 09:01:00  Restarting  1        restarting: replica 1 failed with exit code 1; stopping 1 task(s) first\n"+
+		"2026-03-01 09:01:00  Restarting  1        restart 1 of 3: replica 1 failed with exit code 1; stopping 1 task(s) first\n"+
 		"2026-03-01 09:01:00  Stopped     1        replica 0 stopped (GangRestart) with exit code 143\n"+
-		"2026-03-01 09:01:00  Requeued    2        pending again as attempt 2: restarting: replica 1 failed with exit code 1\n"+
+		"2026-03-01 09:01:00  Requeued    2        pending again as attempt 2: restart 1 of 3: replica 1 failed with exit code 1\n"+
 		"2026-03-01 09:02:00  Placed      2        replica 0 placed on c1: cpu=1 memory=1Gi\n"+
 		"2026-03-01 09:02:00  Placed      2        replica 1 placed on c1: cpu=1 memory=1Gi\n",
 		must(t, e, "u1", "job", "events", "flaky-00001"))

@@ -53,7 +53,7 @@ func TestRestartBudgetReadsAsEventsCount(t *testing.T) {
 
 	events := must(t, e, "u1", "job", "events", id)
 	assert.Regexp(t, `\n\S+ 09:01:00  Requeued +2 +pending again as attempt 2: stopped: coordinator shutting down\n`, events)
-	assert.Regexp(t, `\n\S+ 09:03:05  Requeued +4 +pending again as attempt 4: restarting: replica 0 failed with exit code 1\n`, events)
+	assert.Regexp(t, `\n\S+ 09:03:05  Requeued +4 +pending again as attempt 4: restart 2 of 3: replica 0 failed with exit code 1\n`, events)
 }
 
 // A job whose restart policy gives it no budget shows none.

@@ -137,11 +137,11 @@ func TestSubmitWaitSaysWhatChanged(t *testing.T) {
 		"job flaky-00001 submitted: Pending\n"+
 		"2026-03-01 09:03:12  Pending\n"+
 		"2026-03-01 09:03:12    why: pending: the scheduler has not looked at this job yet\n"+
-		"2026-03-01 09:03:12  Pending (attempt 2): restarting: replica 0 failed with exit code 1\n"+
-		"2026-03-01 09:03:12    why: pending (restarting: replica 0 failed with exit code 1): the scheduler has not looked at this job since\n"+
-		"2026-03-01 09:03:12  Pending (attempt 3): restarting: replica 0 failed with exit code 1\n"+
+		"2026-03-01 09:03:12  Pending (attempt 2): restart 1 of 3: replica 0 failed with exit code 1\n"+
+		"2026-03-01 09:03:12    why: pending (restart 1 of 3: replica 0 failed with exit code 1): the scheduler has not looked at this job since\n"+
+		"2026-03-01 09:03:12  Pending (attempt 3): restart 2 of 3: replica 0 failed with exit code 1\n"+
 		"2026-03-01 09:03:12    why: restart back-off: attempt 3 (restart 2 of 3) waits until 2026-03-01T09:01:10Z (in 9s)\n"+
-		"2026-03-01 09:03:12  Pending (attempt 4): restarting: replica 0 failed with exit code 1\n"+
+		"2026-03-01 09:03:12  Pending (attempt 4): restart 3 of 3: replica 0 failed with exit code 1\n"+
 		"2026-03-01 09:03:12    why: restart back-off: attempt 4 (restart 3 of 3) waits until 2026-03-01T09:01:30Z (in 19s)\n"+
 		"2026-03-01 09:03:12  Failed: replica 0 failed with exit code 1 (no restarts left: 3 of 3 used)\n",
 		out.String())

@@ -53,11 +53,11 @@ func TestSparkDriverFailsAsItIsPreempted(t *testing.T) {
 		assert.Len(t, l.events("s-1"), evs, "nothing preempted")
 		assert.Equal(t, []string{"+60 Submitted: submitted by u1: normal priority, 1 replica(s) of cpu=16 memory=8Gi"}, l.events("n-1"))
 		s := l.s.Jobs["s-1"]
-		assert.Equal(t, "restarting: replica 0 failed with exit code 1", s.Reason)
+		assert.Equal(t, "restart 1 of 3: replica 0 failed with exit code 1", s.Reason)
 		assert.Equal(t, structs.StopGang, s.AttemptStop)
 		l.report(now.Add(time.Second), structs.TaskFailed, 143, "s-1")
 		s = l.s.Jobs["s-1"]
-		assert.Equal(t, []any{structs.JobPending, "restarting: replica 0 failed with exit code 1", 1, 1, 0},
+		assert.Equal(t, []any{structs.JobPending, "restart 1 of 3: replica 0 failed with exit code 1", 1, 1, 0},
 			[]any{s.State, s.Reason, s.Attempt, s.Restarts(), s.Preemptions})
 		assert.Empty(t, s.AttemptStop)
 		for _, tk := range l.s.TasksOf("s-1") {
@@ -158,7 +158,7 @@ func TestShutdownAndGangRestart(t *testing.T) {
 		l.end(now, tasks[1].ID, structs.TaskFailed, 1, "")
 		l.end(now, tasks[0].ID, structs.TaskLost, 0, structs.ReasonShutdown)
 		m := l.s.Jobs["m-1"]
-		assert.Equal(t, []any{structs.JobPending, "restarting: replica 1 failed with exit code 1", 1, 1, 0},
+		assert.Equal(t, []any{structs.JobPending, "restart 1 of 3: replica 1 failed with exit code 1", 1, 1, 0},
 			[]any{m.State, m.Reason, m.Attempt, m.Restarts(), m.Interrupted})
 		assert.Equal(t, []any{structs.TaskStopped, structs.StopGang}, []any{l.s.Tasks[tasks[0].ID].State, l.s.Tasks[tasks[0].ID].StopReason})
 	})
@@ -184,7 +184,7 @@ func TestLostWhileGangRestarts(t *testing.T) {
 	require.Equal(t, structs.TaskStopping, l.s.Tasks[tasks[0].ID].State)
 	l.lost(tasks[0].ID)
 	m := l.s.Jobs["m-1"]
-	assert.Equal(t, []any{structs.JobPending, "restarting: replica 1 failed with exit code 1", 1, 1, 0},
+	assert.Equal(t, []any{structs.JobPending, "restart 1 of 3: replica 1 failed with exit code 1", 1, 1, 0},
 		[]any{m.State, m.Reason, m.Attempt, m.Restarts(), m.LostUnstarted})
 	assert.Equal(t, []any{structs.TaskLost, structs.StopGang}, []any{l.s.Tasks[tasks[0].ID].State, l.s.Tasks[tasks[0].ID].StopReason})
 }

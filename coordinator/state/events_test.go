@@ -90,9 +90,9 @@ func TestEventsRestartAndCancel(t *testing.T) {
 		"+1 Started g-1-1-a0: replica 1 started on c1",
 		"+1 Running: running: 2 replica(s) started",
 		"+5 Failed g-1-1-a0: replica 1 failed with exit code 2: boom",
-		"+5 Restarting: restarting: replica 1 failed with exit code 2: boom; stopping 1 task(s) first",
+		"+5 Restarting: restart 1 of 3: replica 1 failed with exit code 2: boom; stopping 1 task(s) first",
 		"+6 Stopped g-1-0-a0: replica 0 stopped (GangRestart) with exit code 143",
-		"+6 Requeued: pending again as attempt 2: restarting: replica 1 failed with exit code 2: boom",
+		"+6 Requeued: pending again as attempt 2: restart 1 of 3: replica 1 failed with exit code 2: boom",
 		"+7 Cancelled: cancelled by u1",
 	}, l.events("g-1"))
 	assert.True(t, l.s.Jobs["g-1"].StartedAt.IsZero(), "its second attempt never started")

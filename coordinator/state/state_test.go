@@ -282,7 +282,7 @@ func TestFailedReplicaRestartsGang(t *testing.T) {
 	l.report(t0, structs.TaskRunning, 0, "m-1")
 	w := l.s.TasksOf("m-1")[1]
 	l.must(&state.TaskUpdate{Events: []structs.TaskEvent{{Task: w.ID, State: structs.TaskFailed, ExitCode: 1, Time: t0}}})
-	assert.Equal(t, "restarting: replica 1 failed with exit code 1", l.s.Jobs["m-1"].Reason)
+	assert.Equal(t, "restart 1 of 3: replica 1 failed with exit code 1", l.s.Jobs["m-1"].Reason)
 	l.report(t0, structs.TaskFailed, 143, "m-1")
 	m := l.s.Jobs["m-1"]
 	assert.Equal(t, structs.JobPending, m.State)

@@ -434,11 +434,11 @@ func (s *State) afterExit(id structs.JobID, t *structs.Task, e structs.TaskEvent
 	// Restart the whole job: siblings stop; once they have, it is
 	// requeued, and placed again after the back-off (none the first time).
 	s.putJob(id, func(j *structs.Job) {
-		j.Reason = "restarting: " + why
+		j.Reason = restarting(restarts, why)
 		j.BackoffUntil = e.Time.Add(structs.RestartBackoff(restarts + 1))
 	})
 	s.dropHeld(id)
-	s.restart(id, "restarting: "+why, e.Time, true, structs.StopGang)
+	s.restart(id, restarting(restarts, why), e.Time, true, structs.StopGang)
 }
 
 // stoppedOutside is atom's report e of t's end after a SIGTERM the
@@ -475,6 +475,12 @@ func endMessage(e structs.TaskEvent) string {
 		m = strings.ToValidUTF8(m[:limit], "") + "..."
 	}
 	return m
+}
+
+// restarting is the reason of a job restarted by its restart policy
+// after why, with used restarts used before this one.
+func restarting(used int, why string) string {
+	return fmt.Sprintf("restart %d of %d: %s", used+1, MaxRestarts, why)
 }
 
 // noRestartsLeft is what a Failed reason adds for a job whose restart

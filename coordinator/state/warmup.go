@@ -147,8 +147,8 @@ func (s *State) warmUpFailed(j *structs.Job, cluster structs.ClusterID, msg stri
 		return
 	}
 	s.putJob(j.ID, func(j *structs.Job) {
-		j.Reason = "restarting: " + why
+		j.Reason = restarting(restarts, why)
 		j.BackoffUntil = now.Add(structs.RestartBackoff(restarts + 1))
 	})
-	s.restart(j.ID, "restarting: "+why, now, true, structs.StopGang)
+	s.restart(j.ID, restarting(restarts, why), now, true, structs.StopGang)
 }

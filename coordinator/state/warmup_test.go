@@ -88,7 +88,7 @@ func TestWarmUpFailedRestartsOrFails(t *testing.T) {
 		assert.Equal(t, "never started: WarmUpFailed: cache warm-up of cluster b failed: dataset d is in no cluster's cache", l.s.Tasks[tk.ID].Message)
 		r := l.s.Jobs["r-1"]
 		require.Equal(t, structs.JobPending, r.State)
-		assert.Equal(t, "restarting: WarmUpFailed: cache warm-up of cluster b failed: dataset d is in no cluster's cache", r.Reason)
+		assert.Equal(t, fmt.Sprintf("restart %d of 3: WarmUpFailed: cache warm-up of cluster b failed: dataset d is in no cluster's cache", attempt+1), r.Reason)
 		assert.Equal(t, attempt+1, r.Attempt)
 		assert.Nil(t, r.WarmUps)
 	}
