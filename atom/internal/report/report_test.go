@@ -96,10 +96,16 @@ func TestStopAfterDisconnect(t *testing.T) {
 	var mu sync.Mutex
 	n, last := 0, time.Time{} // answers, and when the last one went
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		// An answer counts once it is sent: srv.Close can cut the
+		// connection of a request whose handler then runs, and the
+		// reporter never gets that answer.
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			return
+		}
 		mu.Lock()
 		n, last = n+1, time.Now()
 		mu.Unlock()
-		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	hits := func() int {
 		mu.Lock()
