@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,4 +40,20 @@ func TestDurationEnvWithoutUnit(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, 2, ExitCode(err))
 	assert.EqualError(t, err, `invalid value "5" for $ATOM_TIMEOUT (flag --timeout): a duration is a number with a unit, e.g. 5s, 10m or 1h30m (5s for 5 seconds) (see coordinator --help)`)
+}
+
+// A flag the command does not have is named as typed, with the flag it
+// looks like, for the app's flags and a command's, as a usage error.
+func TestUnknownFlagSaysWhichWasMeant(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	for args, want := range map[string]string{
+		"--adress x job list":    "unknown flag --adress: did you mean --addr? (see coordinator --help)",
+		"job list --outptu json": "unknown flag --outptu: did you mean --output? (see coordinator job list --help)",
+		"job submit --banana x":  "unknown flag --banana (see coordinator job submit --help)",
+		"job cancel -z x":        "unknown flag -z (see coordinator job cancel --help)",
+	} {
+		_, err := run(t, e, "u1", strings.Fields(args)...)
+		require.EqualError(t, err, want, args)
+		assert.Equal(t, 2, ExitCode(err), args)
+	}
 }

@@ -1,0 +1,52 @@
+package cliusage
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/urfave/cli/v2"
+	"github.com/xrash/smetrics"
+)
+
+// unknownFlagErr matches Go's flag package's error for a flag a command
+// does not have: it names it with one dash, however it was given.
+var unknownFlagErr = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
+
+// UnknownFlag returns err reworded when it is the error for a flag that
+// is not among flags: it names the flag as a user types it (--data, -x)
+// and the one of flags it looks most like, when one does ("unknown flag
+// --data: did you mean --data-dir?"). It returns any other err as it is.
+func UnknownFlag(err error, flags []cli.Flag) error {
+	m := unknownFlagErr.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	msg := "unknown flag " + dashed(m[1])
+	if like := mostLike(m[1], flags); like != "" {
+		msg += ": did you mean " + dashed(like) + "?"
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// mostLike is the name of flags nearest name, if one is near enough to
+// be what was meant (urfave's own suggestion, the same Jaro-Winkler
+// measure, has no floor: it names some flag for any name).
+func mostLike(name string, flags []cli.Flag) string {
+	const floor = 0.8
+	best, score := "", floor
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if s := smetrics.JaroWinkler(name, n, 0.7, 4); s >= score {
+				best, score = n, s
+			}
+		}
+	}
+	return best
+}
+
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
