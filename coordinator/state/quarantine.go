@@ -49,15 +49,18 @@ func (s *State) preflightFailed(t *structs.Task, e structs.TaskEvent, current bo
 		return true, ""
 	}
 	why := fmt.Sprintf("%s of node %s failed preflight%s", accelList(bad), t.Node, suffix(e.Message))
-	s.putJob(j.ID, func(j *structs.Job) { j.PreflightFailures++ })
 	if j.Kind == structs.KindService {
-		s.putJob(j.ID, func(j *structs.Job) { j.Reason = fmt.Sprintf("replica %d placed again: %s", t.Index, why) })
+		s.putJob(j.ID, func(j *structs.Job) {
+			j.PreflightFailures++
+			j.Reason = fmt.Sprintf("replica %d placed again: %s", t.Index, why)
+		})
 		return true, ""
 	}
 	// The whole job goes elsewhere: siblings stop, then it is requeued
-	// (afterStop, StopGang) with this reason and a new attempt.
+	// (afterStop, StopGang) with this reason and a new attempt, counted
+	// then.
 	reason := "requeued: " + why
-	s.putJob(j.ID, func(j *structs.Job) { j.Reason = reason })
+	s.putJob(j.ID, func(j *structs.Job) { j.Reason = reason; countRequeue(j, structs.CausePreflight) })
 	s.restart(j.ID, reason, e.Time, false, structs.StopGang)
 	return true, ""
 }

@@ -378,6 +378,7 @@ func (s *State) endJobSaying(id structs.JobID, st structs.JobState, reason, said
 		j.State, j.Reason, j.Charged, j.ChargedScope = st, reason, nil, ""
 		j.EndedAt = now
 		j.AttemptStop = "" // its end decides: nothing follows
+		j.RequeueCause = ""
 	})
 	s.Ended[id] = now
 	if s.live[nameOf(j)] == id {

@@ -149,7 +149,7 @@ func (s *State) lostUnstarted(j *structs.Job, t *structs.Task, e structs.TaskEve
 		return false
 	}
 	reason := fmt.Sprintf("requeued: replica %d was lost before it started%s", t.Index, suffix(e.Message))
-	s.putJob(j.ID, func(j *structs.Job) { j.LostUnstarted++; j.Reason = reason })
+	s.putJob(j.ID, func(j *structs.Job) { j.Reason = reason; countRequeue(j, structs.CauseLostUnstarted) })
 	s.dropHeld(j.ID)
 	s.restart(j.ID, reason, e.Time, false, structs.StopGang)
 	return true
@@ -214,7 +214,7 @@ func (s *State) interrupted(j *structs.Job, t *structs.Task, e, end structs.Task
 		s.pruneEnded(j.ID)
 	default:
 		why := "requeued: " + why
-		s.putJob(j.ID, func(j *structs.Job) { j.Interrupted++; j.Reason = why })
+		s.putJob(j.ID, func(j *structs.Job) { j.Reason = why; countRequeue(j, structs.CauseInterrupted) })
 		s.dropHeld(j.ID)
 		s.restart(j.ID, why, e.Time, false, stop)
 	}
@@ -381,11 +381,30 @@ func (s *State) requeue(id structs.JobID, reason string, now time.Time, preempte
 		j.WarmUps = nil
 		j.AttemptStop = ""
 		j.PendingSince = now
-		if preempted {
+		switch {
+		case preempted:
 			j.Preemptions++
+		case j.RequeueCause == structs.CausePreflight:
+			j.PreflightFailures++
+		case j.RequeueCause == structs.CauseLostUnstarted:
+			j.LostUnstarted++
+		case j.RequeueCause == structs.CauseInterrupted:
+			j.Interrupted++
 		}
+		j.RequeueCause = ""
 	})
 	s.jobEvent(now, id, structs.EventRequeued, "pending again as attempt %d: %s", structs.AttemptNumber(j.Attempt), requeueWhy(reason))
+}
+
+// countRequeue marks batch job j's requeue, about to be ordered, as one
+// that is not its fault (cause), to count once it happens (requeue): a
+// job requeued on the spot is counted at once; one whose attempt is
+// being stopped already is requeued as the first stop ordered decides,
+// and counted as that one.
+func countRequeue(j *structs.Job, cause structs.RequeueCause) {
+	if j.AttemptStop == "" {
+		j.RequeueCause = cause
+	}
 }
 
 // requeueWhy is a requeue's reason as its events say it, without the

@@ -127,6 +127,17 @@ func (j *Job) Restarts() int {
 	return j.Attempt - j.Preemptions - j.PreflightFailures - j.LostUnstarted - j.Interrupted
 }
 
+// RequeueCause names a requeue that is not the job's fault, and so uses
+// none of its restarts: the counter of Job it adds to.
+type RequeueCause string
+
+// The requeues that are not the job's fault, but a preemption.
+const (
+	CausePreflight     RequeueCause = "preflight"     // PreflightFailures
+	CauseLostUnstarted RequeueCause = "lostUnstarted" // LostUnstarted
+	CauseInterrupted   RequeueCause = "interrupted"   // Interrupted
+)
+
 // MaxRestarts bounds how often a batch job with restartPolicy OnFailure is
 // restarted after a failure of its own (Restarts); requeues that are not
 // its fault use none.
@@ -280,6 +291,11 @@ type Job struct {
 	// stopped them when every coordinator server was down
 	// (ReasonDisconnected): not restarts.
 	Interrupted int `json:"interrupted,omitempty"`
+	// RequeueCause is which of the counters above the requeue under way
+	// adds to once it happens (a job that ends first, cancelled while
+	// its tasks stop, adds to none): empty for a restart, which uses
+	// one of the job's restarts, and for a preemption (Preemptions).
+	RequeueCause RequeueCause `json:"requeueCause,omitempty"`
 	// AttemptStop is why the coordinator is stopping the current attempt
 	// whole (every task it still ran), while those tasks stop:
 	// StopPreempted (preempted whole), StopGang (restarted, or requeued
