@@ -244,9 +244,11 @@ func (w *world) explainNodes(c *jobCtx, submit bool) *Why {
 	for _, v := range now {
 		nowSlots = max(nowSlots, v)
 	}
-	// Replicas asked on distinct nodes wait for nodes to join; only what
-	// no node could ever hold never fits.
-	why.NeverFits = packedSlots < need
+	// Replicas asked on distinct nodes wait for nodes to join, but for a
+	// gang's: like a gang too big for any one pool, one spread over more
+	// nodes than any one pool of one cluster has could never start
+	// together. Otherwise only what no node could ever hold never fits.
+	why.NeverFits = packedSlots < need || gang && everSlots < need
 	if j.NodeName != "" && c.nodePin == -2 {
 		why.NeverFits = true
 		why.Notes = append(why.Notes, fmt.Sprintf("node %s does not exist", j.NodeName))
@@ -259,7 +261,7 @@ func (w *world) explainNodes(c *jobCtx, submit bool) *Why {
 			why.Notes = append(why.Notes, w.roomPerPool(now))
 		}
 	}
-	if !why.NeverFits && everSlots < need {
+	if packedSlots >= need && everSlots < need {
 		why.Notes = append(why.Notes, fmt.Sprintf("%d replicas need %d distinct nodes, %d eligible", need, need, everSlots))
 	}
 	if j.IsGang() || need > 1 {

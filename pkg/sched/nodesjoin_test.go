@@ -12,23 +12,23 @@ import (
 )
 
 // A gang that asks its replicas on distinct nodes, on a cluster with
-// fewer nodes than replicas, is accepted: nodes join clusters. It waits,
-// saying how many distinct nodes it needs and how many it may use, and
-// starts when a node joins.
-func TestSpreadGangWaitsForNodesToJoin(t *testing.T) {
+// fewer nodes than replicas, could never start together: it is refused at
+// submit, as a gang too big for any one pool is. A service's replicas,
+// which start one by one, wait for nodes to join instead, and the one
+// that had no node starts when one joins.
+func TestSpreadGangNeedsAsManyNodes(t *testing.T) {
 	h := st.New(t, st.G8("n1", "A"))
 	h.Quota(u1, gpuA(64))
-	require.NoError(t, h.Submit(st.NewJob("g", "u1").MPI(2).GPU("A", 1).Spread().Obj()))
-	h.Cycle()
-	assert.Empty(t, h.Tasks("g"))
-	why := h.Why("g")
-	require.NotNil(t, why)
-	assert.False(t, why.NeverFits)
-	assert.Equal(t, "does not fit now; gang needs 2 replicas: 1 fit now, at most 1 on empty nodes; 2 replicas need 2 distinct nodes, 1 eligible", why.Message)
+	err := h.Submit(st.NewJob("g", "u1").MPI(2).GPU("A", 1).Spread().Obj())
+	require.Error(t, err)
+	assert.Equal(t, "can never fit; gang needs 2 replicas: 1 fit now, at most 1 on empty nodes; 2 replicas need 2 distinct nodes, 1 eligible", err.Error())
 
+	require.NoError(t, h.Submit(st.NewJob("s", "u1").Service(2, 1).GPU("A", 1).Spread().Obj()))
+	h.Cycle()
+	assert.Equal(t, []string{"n1"}, h.NodesOf("s"))
 	h.Snap.Nodes = append(h.Snap.Nodes, st.G8("n2", "A"))
 	h.Cycle()
-	assert.Equal(t, []string{"n1", "n2"}, h.NodesOf("g"))
+	assert.Equal(t, []string{"n1", "n2"}, h.NodesOf("s"))
 }
 
 // What no node could ever hold is still refused at submit, spread or not.
