@@ -193,7 +193,7 @@ func waitJob(c *cli.Context, cl *client.Client, id structs.JobID, print bool) (*
 				lastWhy = sched.Steady(w.Message)
 			}
 		}
-		if j.State == structs.JobRunning || j.State.Ended() {
+		if running(js) || j.State.Ended() {
 			return js, nil
 		}
 		t := time.NewTimer(interval)

@@ -50,6 +50,18 @@ type jobPoller struct {
 	noted    bool
 	last     *wire.JobStatus // the last answer
 	down     bool            // the last try found no coordinator
+	began    time.Time       // the first try
+}
+
+// neverAnswered reports whether the coordinator, which has not answered
+// this poller yet, has not for the app's --timeout (0: no limit) since
+// the first try.
+func (p *jobPoller) neverAnswered() bool {
+	if p.began.IsZero() {
+		p.began = time.Now()
+	}
+	limit, _ := p.c.App.Metadata[timeoutKey].(time.Duration)
+	return limit > 0 && time.Since(p.began) >= limit
 }
 
 // get returns the job's status; an error that is not an answer from the
@@ -84,6 +96,11 @@ func (p *jobPoller) get() (*wire.JobStatus, error) {
 		case !p.deadline.IsZero() && !time.Now().Before(p.deadline) && p.last != nil && !p.down:
 			return p.last, nil
 		case !p.deadline.IsZero() && !time.Now().Before(p.deadline):
+			return nil, unreachableExit(p.cl, what, err)
+		case p.last == nil && p.neverAnswered():
+			// Never reached (a wrong address, more often than a
+			// restart): given up after the app's --timeout, as any
+			// command that sends one request.
 			return nil, unreachableExit(p.cl, what, err)
 		}
 		p.down = true

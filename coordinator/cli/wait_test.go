@@ -116,6 +116,15 @@ func TestWaitUnreachable(t *testing.T) {
 	assert.Contains(t, stderr, "still waiting for job batch-00001, until it answers\n")
 	assert.Contains(t, stderr, "wait for job batch-00001: could not reach the coordinator at "+addr+": ")
 
+	// Without its own --timeout, a wait that never reached the
+	// coordinator (a wrong address) gives up after the app's --timeout,
+	// as any command does; it used to wait for ever.
+	start = time.Now()
+	_, stderr, code = cli("--timeout", "300ms", "job", "wait", "--interval", "10ms", "--for", "complete", "batch-00001")
+	assert.Equal(t, exitUnreachable, code, stderr)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "it tried for the app's --timeout")
+	assert.Contains(t, stderr, "wait for job batch-00001: could not reach the coordinator at "+addr+": ")
+
 	_, stderr, code = cli("--timeout", "300ms", "job", "submit", "--request-id", "r-1", "-f", file(t, `{kind: command, command: [true], name: batch, resources: {cpu: "1", memory: 1Gi}}`))
 	assert.Equal(t, exitUnreachable, code, stderr)
 	assert.Contains(t, stderr, "(retry with --request-id r-1): could not reach the coordinator at "+addr+": ")
@@ -142,4 +151,33 @@ func TestLogsFollowUnreachable(t *testing.T) {
 		assert.Contains(t, err.Error(), "follow the output of job batch-00001: could not reach the coordinator at "+addr+": ")
 		assert.Empty(t, out.String())
 	}
+}
+
+// A service stays Running while its replicas crash and are placed again:
+// job wait --for running holds only while as many replicas run as it
+// starts with, and a wait that times out says how many do.
+func TestWaitRunningServiceCountsReplicas(t *testing.T) {
+	e := apitest.NewEnv(t, "")
+	must(t, e, "u1", "job", "submit", "-f", file(t, `{kind: service, command: [serve], name: web, replicas: 2, priority: low, resources: {cpu: "1", memory: 1Gi}}`))
+	wait := func(args ...string) (string, int) {
+		t.Helper()
+		out, err := run(t, e, "u1", append([]string{"job", "wait", "--interval", "5ms", "--for", "running"}, args...)...)
+		if err != nil {
+			out += err.Error()
+		}
+		return out, ExitCode(err)
+	}
+	e.Store.Schedule(t, apitest.T0)
+	e.Store.Report(t, "web-00001-0-a0", structs.TaskRunning, apitest.T0)
+	e.Store.Report(t, "web-00001-1-a0", structs.TaskRunning, apitest.T0)
+	out, code := wait("web-00001")
+	assert.Equal(t, 0, code, out)
+	assert.Equal(t, "job web-00001 Running\n", out)
+
+	for _, id := range []structs.TaskID{"web-00001-0-a0", "web-00001-1-a0"} {
+		e.Store.Report(t, id, structs.TaskFailed, apitest.T0.Add(time.Second))
+	}
+	out, code = wait("--timeout", "50ms", "web-00001")
+	assert.Equal(t, exitTimedOut, code, out)
+	assert.Regexp(t, `^job web-00001 is not running after 50ms: it is Running, 0 of 2 replicas running: replica \d failed`, out)
 }
