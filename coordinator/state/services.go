@@ -36,7 +36,7 @@ func (s *State) replicaExited(j *structs.Job, t *structs.Task, e structs.TaskEve
 		}
 		j.Reason = fmt.Sprintf("replica %d %s; placing it again", t.Index, exit)
 		if wait > 0 {
-			j.Reason += fmt.Sprintf(" after a back-off of %s (%d exits in a row)", wait, j.CrashLoop)
+			j.Reason += fmt.Sprintf(" after a back-off of %s (%d exits in a row, of any replica)", wait, j.CrashLoop)
 		}
 	})
 	s.jobEvent(e.Time, j.ID, structs.EventRestarting, "%s", s.Jobs[j.ID].Reason)
