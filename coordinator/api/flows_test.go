@@ -320,7 +320,7 @@ func TestParseTokens(t *testing.T) {
 		"not UTF-8":      {"users: [{name: a, token: \"secret-secret-\xff\"}]", "UTF-8"},
 		"top-level list": {"- {name: a, token: secret-secret-secret}", "parse tokens file"},
 		// It read "user is not a known field: use users: use users: [...]".
-		"user, not users": {"user: [{name: a, token: secret-secret-secret}]", "parse tokens file: user is not a known field: use users (a tokens file is users: [{name, token, admin}])"},
+		"user, not users": {"user: [{name: a, token: secret-secret-secret}]", "parse tokens file: user is not a known field (did you mean users?): use users (a tokens file is users: [{name, token, admin}])"},
 	} {
 		_, err := api.ParseTokens([]byte(tc.file))
 		require.Error(t, err, name)

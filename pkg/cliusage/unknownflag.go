@@ -5,7 +5,8 @@ import (
 	"regexp"
 
 	"github.com/urfave/cli/v2"
-	"github.com/xrash/smetrics"
+
+	"github.com/atom-sched/atom/pkg/suggest"
 )
 
 // unknownFlagErr matches Go's flag package's error for a flag a command
@@ -29,19 +30,13 @@ func UnknownFlag(err error, flags []cli.Flag) error {
 }
 
 // mostLike is the name of flags nearest name, if one is near enough to
-// be what was meant (urfave's own suggestion, the same Jaro-Winkler
-// measure, has no floor: it names some flag for any name).
+// be what was meant.
 func mostLike(name string, flags []cli.Flag) string {
-	const floor = 0.8
-	best, score := "", floor
+	var names []string
 	for _, f := range flags {
-		for _, n := range f.Names() {
-			if s := smetrics.JaroWinkler(name, n, 0.7, 4); s >= score {
-				best, score = n, s
-			}
-		}
+		names = append(names, f.Names()...)
 	}
-	return best
+	return suggest.Nearest(name, names)
 }
 
 func dashed(name string) string {

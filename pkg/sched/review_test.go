@@ -917,7 +917,7 @@ func TestReviewSpecErrorsNameTheFieldAsTheREADMEShows(t *testing.T) {
 	assert.EqualError(t, err, "resources.accelerators.count 0.5 is not allowed: use a whole number")
 	_, err = structs.ParseJobSpec([]byte("kind: command\nname: x\nreplica: 3\nresources: {cpu: 1}\n"))
 	require.Error(t, err)
-	assert.True(t, strings.HasPrefix(err.Error(), "replica is not a known field: use kind, name, project, priority, "), err.Error())
+	assert.True(t, strings.HasPrefix(err.Error(), "replica is not a known field (did you mean replicas?): use kind, name, project, priority, "), err.Error())
 }
 
 func TestReviewSpecParsersRefuseHostileInputWithoutPanicOrHang(t *testing.T) {

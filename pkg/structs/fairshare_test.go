@@ -39,7 +39,7 @@ func TestFairShareConfigRejects(t *testing.T) {
 		{"negative weight", "fairShare: {weights: {cpu: -1}}", `fairShare.weights["cpu"] -1 is not allowed: use a number from 0 to 1e+06`},
 		{"NaN weight", "fairShare: {weights: {cpu: .nan}}", `fairShare.weights["cpu"] NaN is not allowed`},
 		{"zero scope weight", "quotas: [{scope: 'user:a', weight: 0}]", `quotas[0].weight 0 is not allowed: use a number above 0 and at most 1e+06 (default 1)`},
-		{"unknown field", "fairShare: {halflife: 1h}", "fairShare.halflife is not a known field: use halfLife, aging, weights"},
+		{"unknown field", "fairShare: {halflife: 1h}", "fairShare.halflife is not a known field (did you mean halfLife?): use halfLife, aging, weights"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,7 +37,7 @@ func TestQuotaSpecRejects(t *testing.T) {
 		{"bad key", "scope: user:u2\nlimits: {gpu/: 1}", `limits "gpu/" is not allowed: use cpu, memory, gpu, gpu/<type> or device/<type>`},
 		{"bad scope", "scope: bob\nlimits: {cpu: 1}", `scope "bob" is not allowed: use user:<name> or project:<name>`},
 		{"empty scope", "limits: {cpu: 1}", `scope "" is not allowed`},
-		{"unknown field", "scope: user:u1\nlimit: {cpu: 1}", "limit is not a known field: use scope, limits"},
+		{"unknown field", "scope: user:u1\nlimit: {cpu: 1}", "limit is not a known field (did you mean limits?): use scope, limits"},
 		{"empty", "", "quota spec is empty"},
 	}
 	for _, tc := range cases {

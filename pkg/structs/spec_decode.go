@@ -40,6 +40,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/atom-sched/atom/pkg/suggest"
 )
 
 // Bounds on the structure of one spec. Specs nest a few levels only; alias
@@ -230,7 +232,11 @@ func (d *specDecoder) field(vn *yaml.Node, t reflect.Type, fields []jsonField, p
 			for i, f := range fields {
 				names[i] = f.name
 			}
-			return nil, &FieldError{Field: at(path, k), Msg: "is not a known field: use " + strings.Join(names, ", ")}
+			msg := "is not a known field"
+			if near := suggest.Nearest(k, names); near != "" {
+				msg += " (did you mean " + near + "?)"
+			}
+			return nil, &FieldError{Field: at(path, k), Msg: msg + ": use " + strings.Join(names, ", ")}
 		}
 		return d.value(vn, t.FieldByIndex(f.index).Type, at(path, k), depth+1)
 	case t != nil && t.Kind() == reflect.Map:

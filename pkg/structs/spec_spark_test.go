@@ -158,7 +158,7 @@ func TestSparkSectionRejects(t *testing.T) {
 		{"bad namespace", sparkJob + app + "  namespace: Data", `spark.namespace "Data" is not allowed: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', ` +
 			"and must start and end with an alphanumeric character (e.g. 'my-name' or '123-abc')"},
 		{"unknown field", sparkJob + app + "  executor: {gpus: 1}",
-			"spark.executor.gpus is not a known field: use instances, cores, coreRequest, memory, memoryOverhead, gpu, nodeSelector"},
+			"spark.executor.gpus is not a known field (did you mean gpu?): use instances, cores, coreRequest, memory, memoryOverhead, gpu, nodeSelector"},
 		{"core request of none", sparkJob + app + "  executor: {coreRequest: \"0\"}",
 			`spark.executor.coreRequest "0" is not allowed: use more than 0`},
 		{"core request not a quantity", sparkJob + app + "  executor: {coreRequest: half}",
@@ -188,7 +188,7 @@ func TestSparkSectionRejects(t *testing.T) {
 		{"driver heap and overhead overflowing", driverJob + "  driver: {memory: 8388607Ti}",
 			`spark.driver.memory "8388607Ti" is not allowed: it overflows 64 bits: ask for less`},
 		{"driver field the Operator has, atom not", driverJob + "  driver: {coreLimit: 1200m}",
-			"spark.driver.coreLimit is not a known field: use cores, memory"},
+			"spark.driver.coreLimit is not a known field (did you mean cores?): use cores, memory"},
 		{"driver memory too small", "kind: spark\nname: clean\nresources: {cpu: 1, memory: 512Mi}\n" + app,
 			`resources.memory "512Mi" is not allowed: a spark job's driver needs at least 834Mi: Spark's least heap (450Mi) and its memory overhead (384Mi); or give spark.driver.memory, the heap`},
 	}

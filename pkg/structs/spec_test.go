@@ -260,13 +260,13 @@ func TestJobSpecRejects(t *testing.T) {
 		{"reserved env name", ok + "env: {ATOM_TOKEN: a}\nresources: {cpu: 1}", `env "ATOM_TOKEN" is not allowed: ATOM_* variables are set by atom`},
 
 		// Decoding.
-		{"unknown field", ok + "resources: {cpu: 1}\nreplica: 2", "replica is not a known field: use kind, name, project"},
+		{"unknown field", ok + "resources: {cpu: 1}\nreplica: 2", "replica is not a known field (did you mean replicas?): use kind, name, project"},
 		{"unknown nested field", ok + "resources: {cpu: 1, gpu: 1}", "resources.gpu is not a known field: use cpu, memory, accelerators, devices"},
 		{"unknown field in a list", ok + "resources: {cpu: 1}\ntolerations: [{key: a, operater: Exists}]",
 			"tolerations[0].operater is not a known field"},
 		{"unknown field in JSON", `{"kind": "command", "name": "x", "resources": {"cpu": "1"}, "spot": true}`, "spot is not a known field"},
 		{"duplicate field", ok + "name: y\nresources: {cpu: 1}", `key "name" already set in map`},
-		{"field in the wrong case", ok + "resources: {cpu: 1}\nReplicas: 2", "Replicas is not a known field: use kind, name"},
+		{"field in the wrong case", ok + "resources: {cpu: 1}\nReplicas: 2", "Replicas is not a known field (did you mean replicas?): use kind, name"},
 		{"nested field in the wrong case", ok + "resources: {CPU: 1}", "resources.CPU is not a known field: use cpu, memory"},
 		{"kind starting with a digit", "kind: 1x\nname: x\nresources: {cpu: 1}", `kind "1x" is not allowed`},
 		{"pendingTimeout below a second", ok + "resources: {cpu: 1}\npendingTimeout: 10ms", `pendingTimeout "10ms" is not allowed: use a duration such as 90s, 30m or 2h, from 1s to 168h`},

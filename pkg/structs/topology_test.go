@@ -25,7 +25,7 @@ nodes:
 		{"no levels", "clusters: [{name: a, topology: {levels: []}}]", `clusters[0].topology.levels 0 is not allowed: name 1 to 8 node labels, widest first, such as [zone, block, rack]`},
 		{"bad label", "topology: {levels: [zone, 'rack!']}", `topology.levels[1] "rack!" is not allowed: use a node label key such as rack or topology.kubernetes.io/zone`},
 		{"twice", "topology: {levels: [topology.kubernetes.io/zone, zone]}", `topology.levels[1] "zone" is not allowed: levels must be unique, also after the last '/' (jobs name them so)`},
-		{"unknown field", "topology: {level: [zone]}", "level is not a known field: use levels"},
+		{"unknown field", "topology: {level: [zone]}", "level is not a known field (did you mean levels?): use levels"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
