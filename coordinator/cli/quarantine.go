@@ -36,8 +36,9 @@ func nodeRelease(c *cli.Context) error {
 			continue
 		}
 		i, err := strconv.Atoi(s)
-		if err != nil || i < 0 || i >= structs.MaxAccelsPerNode {
-			return usagef("--accelerators: %q is not an accelerator index: use comma-separated indices from 0 to %d, such as 0,1", s, structs.MaxAccelsPerNode-1)
+		if err != nil || i < 0 {
+			// The node's own range the coordinator checks.
+			return usagef("--accelerators: %q is not an accelerator index: use comma-separated indices from 0, such as 0,1", s)
 		}
 		accels = append(accels, i)
 	}

@@ -127,10 +127,18 @@ func (c *PoolRemove) apply(s *State) (any, error) {
 	if c.Name == structs.PublicPool {
 		return nil, invalidf("the public pool is never deleted: set it without minRuntime to drop its settings")
 	}
+	var left []string
 	for _, n := range s.Nodes {
 		if n.Pool == c.Name {
-			return nil, invalidf("pool %s still has node %s: move its nodes first", c.Name, n.Name)
+			left = append(left, string(n.Name))
 		}
+	}
+	switch slices.Sort(left); len(left) {
+	case 0:
+	case 1:
+		return nil, invalidf("pool %s still has node %s: move it to another pool first", c.Name, left[0])
+	default:
+		return nil, invalidf("pool %s still has %d nodes, %s: move them to other pools first", c.Name, len(left), strings.Join(left, ", "))
 	}
 	delete(s.Pools, c.Name)
 	s.admitter = nil

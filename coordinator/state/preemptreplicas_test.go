@@ -86,3 +86,17 @@ func TestPublicPoolMinRuntime(t *testing.T) {
 	l.must(&state.PoolUpsert{Pool: &structs.Pool{Name: structs.PublicPool}})
 	assert.Empty(t, l.s.Pools, "as before it was ever set")
 }
+
+// A pool that still has nodes is not deleted, and the refusal names every
+// node to move, not only one.
+func TestPoolRemoveNamesEveryNode(t *testing.T) {
+	a, b := st.G8("a1", "A"), st.G8("a2", "A")
+	a.Pool, b.Pool = "vision", "vision"
+	l := newLogged(t, st.G8("n1", "A"))
+	l.must(&state.PoolUpsert{Pool: &structs.Pool{Name: "vision", Project: "vision"}})
+	l.must(&state.NodeUpsert{Node: b})
+	l.must(&state.NodeUpsert{Node: a})
+	_, err := l.do(&state.PoolRemove{Name: "vision"})
+	assert.EqualError(t, err, "pool vision still has 2 nodes, a1, a2: move them to other pools first")
+	assert.NotNil(t, l.s.Pools["vision"])
+}
