@@ -260,14 +260,44 @@ func quotaSet(c *cli.Context) error {
 	default:
 		return usagef("usage: %s: give the quota spec (-f FILE), or --weight W and the scope", c.Command.HelpName)
 	}
-	q, err := newClient(c).SetQuota(c.Context, spec)
+	cl := newClient(c)
+	// The limits a file leaves out become 0: the set says which it
+	// removed. Best effort: a quota not there yet, or a spec the
+	// coordinator will refuse, has none to compare.
+	var prev *wire.QuotaStatus
+	if pq, err := structs.ParseQuotaSpec(spec); err == nil && c.IsSet("file") {
+		prev, _ = cl.Quota(c.Context, pq.Scope)
+	}
+	q, err := cl.SetQuota(c.Context, spec)
 	if err != nil && c.IsSet("file") {
 		return sentSpec(c, "set", err)
 	}
 	if err != nil {
 		return err
 	}
-	return show(c, q, func(w io.Writer) { fmt.Fprintf(w, "quota for %s set: %s\n", q.Scope, orNone(resourceList(q.Limits))) })
+	return show(c, q, func(w io.Writer) {
+		fmt.Fprintf(w, "quota for %s set: %s%s\n", q.Scope, orNone(resourceList(q.Limits)), removedLimits(prev, q))
+	})
+}
+
+// removedLimits names the limits of prev, a quota before it was set to
+// q, that q no longer has: "; removed (a key not listed is 0): cpu,
+// memory". "" when none is.
+func removedLimits(prev, q *wire.QuotaStatus) string {
+	if prev == nil || prev.Scope != q.Scope {
+		return ""
+	}
+	var gone []string
+	for k, v := range prev.Limits {
+		if v > 0 && q.Limits[k] == 0 {
+			gone = append(gone, string(k))
+		}
+	}
+	if len(gone) == 0 {
+		return ""
+	}
+	slices.Sort(gone)
+	return "; removed (a key not listed is 0): " + strings.Join(gone, ", ")
 }
 
 func orNone(s string) string {

@@ -286,7 +286,7 @@ func TestAdminCommands(t *testing.T) {
 		must(t, e, "u1", "quota", "get", "user:u1"))
 	_, err := run(t, e, "u1", "quota", "get", "user:u2")
 	assert.ErrorContains(t, err, "may read the quota of user:u1")
-	assert.Equal(t, "quota for user:u2 set: cpu=8 gpu/A100=2\n",
+	assert.Equal(t, "quota for user:u2 set: cpu=8 gpu/A100=2; removed (a key not listed is 0): memory\n",
 		must(t, e, "admin", "quota", "set", "-f", file(t, "scope: user:u2\nlimits: {cpu: 8, gpu/A100: 2}\n")))
 	out := must(t, e, "u2", "quota", "list", "-o", "json")
 	var ql wire.QuotaList

@@ -16,7 +16,7 @@ import (
 func TestQuotaSetWeightReadsTheSpecAsWritten(t *testing.T) {
 	e := apitest.NewEnv(t, "")
 	f := file(t, "# u2's quota\nscope: user:u2\nlimits: {cpu: 010, memory: 1Gi}\nweight: 1\n---\n")
-	assert.Equal(t, "quota for user:u2 set: cpu=10 memory=1Gi\n", must(t, e, "admin", "quota", "set", "-f", f, "--weight", "2.5"))
+	assert.Equal(t, "quota for user:u2 set: cpu=10 memory=1Gi; removed (a key not listed is 0): gpu/A100\n", must(t, e, "admin", "quota", "set", "-f", f, "--weight", "2.5"))
 	assert.Contains(t, must(t, e, "admin", "quota", "get", "-o", "json", "user:u2"), `"weight": 2.5`)
 
 	hex := file(t, `{"scope": "user:u2", "limits": {"gpu": 0x10}}`)

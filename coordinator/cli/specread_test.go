@@ -88,7 +88,7 @@ func TestQuotaSetWeightRefusedAlike(t *testing.T) {
 	assert.Zero(t, requests.Load(), "no request was made")
 
 	e := apitest.NewEnv(t, "")
-	assert.Equal(t, "quota for user:u2 set: cpu=4\n", must(t, e, "admin", "quota", "set", "-f", spec, "--weight", "1e6"))
+	assert.Equal(t, "quota for user:u2 set: cpu=4; removed (a key not listed is 0): gpu/A100, memory\n", must(t, e, "admin", "quota", "set", "-f", spec, "--weight", "1e6"))
 	assert.Equal(t, "quota for user:u2 set: cpu=4\n", must(t, e, "admin", "quota", "set", "--weight", "0.001", "user:u2"))
 	assert.Contains(t, must(t, e, "admin", "quota", "get", "-o", "json", "user:u2"), `"weight": 0.001`)
 }
@@ -135,7 +135,7 @@ func TestSpecFileTabsAndDirective(t *testing.T) {
 	out = must(t, e, "u1", "job", "submit", "-f", file(t, "%YAML 1.2\n---\nkind: command\nname: v12\ncommand: [run]\nresources: {cpu: 1, memory: 1Gi}\n"))
 	assert.Contains(t, out, "job v12-00002 submitted")
 	assert.Equal(t, "pool vision set\n", must(t, e, "admin", "pool", "set", "-f", file(t, "%YAML 1.2\n---\nname: vision\n\t\nproject: vision\n")))
-	assert.Equal(t, "quota for user:u2 set: cpu=4\n", must(t, e, "admin", "quota", "set", "--weight", "2", "-f", file(t, "scope: user:u2\n\t\nlimits: {cpu: 4}\n")))
+	assert.Equal(t, "quota for user:u2 set: cpu=4; removed (a key not listed is 0): gpu/A100, memory\n", must(t, e, "admin", "quota", "set", "--weight", "2", "-f", file(t, "scope: user:u2\n\t\nlimits: {cpu: 4}\n")))
 
 	f := file(t, "kind: command\nname: bs\ncommand:\n  - sh\n  - -c\n  - |\n    echo a\n  \t\n    echo b\nresources: {cpu: 1}\n\t\n")
 	_, err := run(t, e, "u1", "job", "submit", "-f", f)

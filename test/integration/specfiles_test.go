@@ -164,5 +164,6 @@ func TestSpecFileErrorsNameTheFile(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`^job v12-\w+ submitted: \w+\n$`), out)
 	out, errOut, code = cli(t, addr, "quota", "set", "-f", quota, "--weight", "2")
 	assert.Equal(t, 0, code, errOut)
-	assert.Equal(t, "quota for user:dev set: cpu=4\n", out)
+	assert.Equal(t, "quota for user:dev set: cpu=4; removed (a key not listed is 0): device/jetson-xavier, gpu, gpu/A100, gpu/V100, memory\n", out,
+		"the dev quota's other limits, which the file leaves out")
 }
