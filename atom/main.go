@@ -66,13 +66,13 @@ func app() *cli.App {
 		// Exit codes are the job's: cli.Exit carries them out of Run.
 		ExitErrHandler: func(_ *cli.Context, err error) { cli.HandleExitCoder(err) },
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return fmt.Errorf("%w (see atom --help)", cliusage.UnknownFlag(err, c.App.Flags))
+			return fmt.Errorf("%w (see atom --help)", cliusage.Reword(err, c.App.Flags))
 		},
 	}
 	// A flag or variable atom cannot parse is one line naming it (exit
 	// status 2), not the command's whole help text.
 	cliusage.OnEveryCommand(a.Commands, func(c *cli.Context, err error, _ bool) error {
-		return fmt.Errorf("%w (see %s --help)", cliusage.UnknownFlag(cliusage.DurationHint(err, c.Command.Flags), c.Command.Flags), c.Command.HelpName)
+		return fmt.Errorf("%w (see %s --help)", cliusage.Reword(err, c.Command.Flags), c.Command.HelpName)
 	})
 	// help job submit shows what job submit --help does.
 	cliusage.HelpCommand(a)

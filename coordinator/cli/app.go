@@ -85,13 +85,13 @@ func App() *cli.App {
 		ExitErrHandler:       func(*cli.Context, error) {},
 	}
 	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-		return usagef("%v (see coordinator --help)", cliusage.UnknownFlag(cliusage.DurationHint(err, app.Flags), app.Flags))
+		return usagef("%v (see coordinator --help)", cliusage.Reword(err, app.Flags))
 	}
 	// A flag a command cannot parse is a usage error (exit status 2, one
 	// line naming the flag) instead of urfave's whole help text and exit
 	// status 1.
 	cliusage.OnEveryCommand(app.Commands, func(c *cli.Context, err error, _ bool) error {
-		return usagef("%v (see %s --help)", cliusage.UnknownFlag(cliusage.DurationHint(err, c.Command.Flags), c.Command.Flags), c.Command.HelpName)
+		return usagef("%v (see %s --help)", cliusage.Reword(err, c.Command.Flags), c.Command.HelpName)
 	})
 	// help job submit shows what job submit --help does.
 	cliusage.HelpCommand(app)

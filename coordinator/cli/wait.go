@@ -92,7 +92,7 @@ func running(js *wire.JobStatus) bool {
 func replicasUp(js *wire.JobStatus) int {
 	up := 0
 	for _, t := range js.Tasks {
-		if t.Attempt == js.Job.Attempt && t.Executor == "" && t.State == structs.TaskRunning {
+		if t.RunsReplicaOf(js.Job) {
 			up++
 		}
 	}

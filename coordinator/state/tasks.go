@@ -258,7 +258,7 @@ func (s *State) restart(id structs.JobID, reason string, now time.Time, counted 
 func (s *State) runningReplicas(j *structs.Job) int {
 	n := 0
 	for _, t := range s.TasksOf(j.ID) {
-		if t.Attempt == j.Attempt && t.State == structs.TaskRunning && t.Executor == "" {
+		if t.RunsReplicaOf(j) {
 			n++
 		}
 	}
@@ -270,7 +270,7 @@ func (s *State) runningReplicas(j *structs.Job) int {
 func (s *State) lastStart(j *structs.Job) time.Time {
 	var at time.Time
 	for _, t := range s.TasksOf(j.ID) {
-		if t.Attempt == j.Attempt && t.State == structs.TaskRunning && t.Executor == "" && t.StartedAt.After(at) {
+		if t.RunsReplicaOf(j) && t.StartedAt.After(at) {
 			at = t.StartedAt
 		}
 	}

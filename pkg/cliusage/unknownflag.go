@@ -1,7 +1,7 @@
 package cliusage
 
 import (
-	"fmt"
+	"errors"
 	"regexp"
 
 	"github.com/urfave/cli/v2"
@@ -26,7 +26,15 @@ func UnknownFlag(err error, flags []cli.Flag) error {
 	if like := mostLike(m[1], flags); like != "" {
 		msg += ": did you mean " + dashed(like) + "?"
 	}
-	return fmt.Errorf("%s", msg)
+	return errors.New(msg)
+}
+
+// Reword returns err, a usage error of a command whose flags are flags,
+// as a person reads it best: a duration without a unit (DurationHint) and
+// a flag the command does not have (UnknownFlag) are reworded, any other
+// err is returned as it is.
+func Reword(err error, flags []cli.Flag) error {
+	return UnknownFlag(DurationHint(err, flags), flags)
 }
 
 // mostLike is the name of flags nearest name, if one is near enough to

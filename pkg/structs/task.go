@@ -146,3 +146,9 @@ func MakeTaskID(j JobID, index, attempt int) TaskID {
 func NewTaskID(j JobID, index int, suffix string) TaskID {
 	return TaskID(fmt.Sprintf("%s-%d-%s", j, index, suffix))
 }
+
+// RunsReplicaOf reports whether t, a task of job j, is a replica (not a
+// Spark executor) of j's current attempt that is running now.
+func (t *Task) RunsReplicaOf(j *Job) bool {
+	return t.Attempt == j.Attempt && t.Executor == "" && t.State == TaskRunning
+}

@@ -12,12 +12,9 @@ const floor = 0.8
 // Nearest returns the one of names nearest name, if one is near enough
 // to be what was meant (the first of equals), else "".
 func Nearest(name string, names []string) string {
-	best, score := "", floor
+	best, score := "", 0.0
 	for _, n := range names {
-		if n == name {
-			continue
-		}
-		if s := smetrics.JaroWinkler(name, n, 0.7, 4); s > score || best == "" && s >= score {
+		if s := smetrics.JaroWinkler(name, n, 0.7, 4); n != name && s >= floor && s > score {
 			best, score = n, s
 		}
 	}
